@@ -1,0 +1,80 @@
+// What a sandboxed call is given: its command, its mount tree, its network,
+// its limits. Everything here is decided before the call starts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chock {
+
+// The three grant sets of the spec. A bind's access decides both its mount
+// flags and its Landlock rule.
+enum class Access {
+  read_only,       // execute, read_file, read_dir
+  read_only_file,  // execute, read_file: one regular file
+  read_write,      // every file right but make_char and make_block
+};
+
+struct Bind {
+  std::string source;  // absolute host path; no component may be a symbolic link
+  std::string target;  // absolute path inside; empty means the same as source
+  Access access = Access::read_only;
+};
+
+// A Landlock rule: a path inside the sandbox and the grant set beneath it.
+struct Grant {
+  std::string path;
+  Access access = Access::read_only;
+};
+
+enum class Network {
+  none,      // a fresh network namespace with no interface up
+  filtered,  // the closed namespace plus a broker (not built yet)
+  host,      // no network namespace at all
+};
+
+// Resource limits. Unset fields take the floor's defaults (see rlimits.hpp).
+struct Limits {
+  std::optional<std::uint64_t> memory_bytes;     // cgroup memory.max; RLIMIT_DATA
+  std::optional<std::uint64_t> processes;        // cgroup pids.max; RLIMIT_NPROC
+  std::optional<std::uint64_t> open_files;       // RLIMIT_NOFILE
+  std::optional<std::uint64_t> file_size_bytes;  // RLIMIT_FSIZE
+  std::optional<std::uint64_t> cpu_seconds;      // RLIMIT_CPU (soft; hard is 30 s more)
+};
+
+// Who owns the cgroup the call runs in.
+struct Containment {
+  enum class Kind {
+    managed,   // Chock makes a child cgroup where memory and pids are delegated (best effort)
+    supplied,  // the caller's own cgroup v2 directory: Chock writes and reads nothing in it
+  };
+  Kind kind = Kind::managed;
+  int cgroup_fd = -1;  // Kind::supplied: an open cgroup v2 directory, borrowed (not closed)
+};
+
+struct Config {
+  std::vector<std::string> argv;                 // argv[0] is looked up on PATH inside
+  std::optional<std::vector<std::string>> env;   // "K=V" entries; nullopt: the caller's
+  std::vector<Bind> binds;                       // applied in order, parents first
+  bool toolchain = true;                         // /usr /bin /lib* /sbin /etc read-only
+  std::vector<std::string> covers;               // files inside replaced by the deny notice
+  std::string cwd = "/";
+  Network network = Network::none;
+  std::optional<uid_t> user;                     // root callers only; default 65534
+  bool pass_stdin = false;                       // otherwise stdin is /dev/null
+  std::optional<std::chrono::milliseconds> timeout;
+  bool allow_jit = false;                        // drops the write-xor-execute rules only
+  std::uint64_t tmp_size_bytes = 1ULL << 30;     // the /tmp tmpfs cap
+  // Landlock rules to use instead of those derived from the binds: only ever
+  // narrower than the mounts (tests and embedders proving the layer alone).
+  std::optional<std::vector<Grant>> landlock_grants;
+  Limits limits;
+  Containment containment;
+};
+
+}  // namespace chock

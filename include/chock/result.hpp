@@ -1,0 +1,73 @@
+// What became of a sandboxed call.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chock {
+
+// A step of the sandbox's own setup that failed, by name, with its errno.
+struct SetupFailure {
+  std::string step;    // "mount_tree", "pivot_root", "landlock_restrict", ...
+  int code = 0;        // errno
+  std::string detail;  // the path or object the step was working on, if any
+};
+
+struct LandlockReport {
+  int abi = 0;                             // what the kernel answered
+  std::uint64_t handled = 0;               // filesystem rights the ruleset handles
+  std::vector<std::string> missing;        // rights the spec wants that this ABI lacks
+  bool scoped_abstract_unix = false;       // ABI 6+
+  bool scoped_signals = false;             // ABI 6+
+};
+
+enum class CgroupState {
+  ok,           // Chock made and limited a cgroup for this call
+  off,          // not asked for
+  unsupported,  // asked for and not possible here; `reason` says why
+  supplied,     // the caller's own cgroup: nothing written, nothing read
+};
+
+struct LimitsReport {
+  // The rlimit floor as applied: resource name ("nofile") and soft/hard values.
+  struct Rlimit {
+    std::string name;
+    std::uint64_t soft = 0;
+    std::uint64_t hard = 0;
+  };
+  std::vector<Rlimit> rlimits;
+  CgroupState cgroup = CgroupState::off;
+  std::string cgroup_reason;                  // for unsupported
+  std::optional<std::uint64_t> memory_max;    // as written to memory.max
+  std::optional<std::uint64_t> pids_max;      // as written to pids.max
+  std::uint64_t memory_oom_kills = 0;         // memory.events oom_kill
+  std::uint64_t memory_max_events = 0;        // memory.events max
+  std::uint64_t pids_max_events = 0;          // pids.events max
+  // memory, processes, open_files, file_size, cpu_time, core_dump; empty when no limit ended it
+  std::string killed_by;
+  std::uint64_t killed_by_limit = 0;          // the value of that limit
+};
+
+struct Result {
+  std::optional<int> exit_code;               // the program exited with this code
+  std::optional<int> signal;                  // or a signal ended it
+  std::optional<SetupFailure> setup_failure;  // or Chock could not build the sandbox
+  std::optional<int> exec_error;              // or execve failed with this errno
+  bool timed_out = false;
+  bool cancelled = false;
+  std::chrono::nanoseconds duration{};
+  bool write_execute_relaxed = false;
+  LandlockReport landlock;
+  LimitsReport limits;
+
+  // The status `chock` exits with: the program's code; 128+N for a signal;
+  // 125 for a setup failure; 126 not executable; 127 not found.
+  [[nodiscard]] int exit_status() const noexcept;
+  // One JSON object (the --result file).
+  [[nodiscard]] std::string to_json() const;
+};
+
+}  // namespace chock

@@ -1,0 +1,42 @@
+// Running one call in a sandbox: spawn, then wait for it or cancel it.
+#pragma once
+
+#include <chock/config.hpp>
+#include <chock/error.hpp>
+#include <chock/result.hpp>
+
+#include <memory>
+
+namespace chock {
+
+// A running call. Owns pidfds for the tree; destroying it kills whatever is
+// left of the call and reaps it.
+class Child {
+ public:
+  Child(Child&&) noexcept;
+  Child& operator=(Child&&) noexcept;
+  ~Child();
+
+  // Blocks until the call ends, its timeout passes, or `cancel_fd` becomes
+  // readable (then the whole tree is killed). Callable once.
+  Result wait(int cancel_fd = -1);
+  // Ends every process of the call, through the pidfd.
+  void cancel() noexcept;
+  // Forwards a signal to the program (through the keeper).
+  void signal(int sig) noexcept;
+
+  struct State;
+  explicit Child(std::unique_ptr<State> state);
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// Builds everything the call needs, then forks. Errors before the fork come
+// back here; errors after it arrive in Result::setup_failure.
+Expected<Child> spawn(const Config& config);
+
+// spawn() then wait().
+Expected<Result> run(const Config& config, int cancel_fd = -1);
+
+}  // namespace chock

@@ -1,0 +1,43 @@
+#include <cstdio>
+#include <string>
+
+#include "cli/command.hpp"
+
+namespace {
+
+// CLI11 prints a usage page on error; a user wants one line saying what was
+// wrong and where to look.
+int usage_error(const CLI::App& app, const CLI::ParseError& e, const char* subcommand) {
+  std::string where = subcommand != nullptr ? std::string("chock ") + subcommand : std::string("chock");
+  std::fprintf(stderr, "chock: %s (see '%s --help')\n", e.what(), where.c_str());
+  (void)app;
+  // Under run and sandbox the program's own codes are reserved; 125 says
+  // Chock refused before anything ran.
+  if (subcommand != nullptr && (std::string(subcommand) == "sandbox" || std::string(subcommand) == "run"))
+    return chock::cli::kExitChockFailed;
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"chock: a sandbox for AI-agent tool calls", "chock"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "chock 0.1.0");
+  chock::cli::Action action;
+  // Subcommands register here.
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    const char* sub = argc > 1 && argv[1][0] != '-' ? argv[1] : nullptr;
+    return usage_error(app, e, sub);
+  }
+  return action ? action() : 0;
+}

@@ -1,0 +1,79 @@
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "chock/error.hpp"
+#include "chock/result.hpp"
+
+namespace chock {
+
+int Result::exit_status() const noexcept {
+  if (setup_failure) return 125;
+  if (exec_error) return *exec_error == ENOENT || *exec_error == ENOTDIR ? 127 : 126;
+  if (signal) return 128 + *signal;
+  if (exit_code) return *exit_code;
+  return 125;
+}
+
+namespace {
+
+const char* cgroup_state_name(CgroupState s) {
+  switch (s) {
+    case CgroupState::ok: return "ok";
+    case CgroupState::off: return "off";
+    case CgroupState::unsupported: return "unsupported";
+    case CgroupState::supplied: return "supplied";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string Result::to_json() const {
+  nlohmann::json j;
+  j["exit_status"] = exit_status();
+  j["exit_code"] = exit_code ? nlohmann::json(*exit_code) : nlohmann::json(nullptr);
+  if (signal) {
+    j["signal"] = *signal;
+    const char* abbrev = sigabbrev_np(*signal);
+    j["signal_name"] = abbrev != nullptr ? std::string("SIG") + abbrev : std::to_string(*signal);
+  } else {
+    j["signal"] = nullptr;
+  }
+  j["duration_ms"] = std::chrono::duration<double, std::milli>(duration).count();
+  j["timed_out"] = timed_out;
+  j["cancelled"] = cancelled;
+  if (setup_failure) {
+    j["setup_failure"] = {{"step", setup_failure->step},
+                          {"errno", setup_failure->code},
+                          {"errno_name", errno_name(setup_failure->code)},
+                          {"detail", setup_failure->detail}};
+  }
+  if (exec_error) j["exec_error"] = {{"errno", *exec_error}, {"errno_name", errno_name(*exec_error)}};
+  j["write_execute"] = write_execute_relaxed ? "relaxed" : "strict";
+  j["landlock"] = {{"abi", landlock.abi},
+                   {"handled", landlock.handled},
+                   {"missing", landlock.missing},
+                   {"scoped_abstract_unix", landlock.scoped_abstract_unix},
+                   {"scoped_signals", landlock.scoped_signals}};
+  nlohmann::json rl = nlohmann::json::array();
+  for (const auto& r : limits.rlimits) rl.push_back({{"name", r.name}, {"soft", r.soft}, {"hard", r.hard}});
+  nlohmann::json lim = {{"rlimits", rl},
+                        {"cgroup", cgroup_state_name(limits.cgroup)},
+                        {"events",
+                         {{"memory_oom_kill", limits.memory_oom_kills},
+                          {"memory_max", limits.memory_max_events},
+                          {"pids_max", limits.pids_max_events}}}};
+  if (!limits.cgroup_reason.empty()) lim["cgroup_reason"] = limits.cgroup_reason;
+  if (limits.memory_max) lim["memory_max"] = *limits.memory_max;
+  if (limits.pids_max) lim["pids_max"] = *limits.pids_max;
+  lim["killed_by"] = limits.killed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(limits.killed_by);
+  if (!limits.killed_by.empty()) lim["killed_by_limit"] = limits.killed_by_limit;
+  j["limits"] = lim;
+  return j.dump();
+}
+
+}  // namespace chock

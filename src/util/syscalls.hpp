@@ -1,0 +1,89 @@
+// Raw system calls that glibc 2.36 does not wrap, and the constants the
+// system headers may be too old to define. Every wrapper is a single
+// syscall(2), so all of them are async-signal-safe.
+#pragma once
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#ifndef SYS_open_tree_attr
+#define SYS_open_tree_attr 467
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+namespace chock::sys {
+
+// struct clone_args as of Linux 5.7 (CLONE_INTO_CGROUP); size 88 bytes.
+struct CloneArgs {
+  std::uint64_t flags = 0;
+  std::uint64_t pidfd = 0;
+  std::uint64_t child_tid = 0;
+  std::uint64_t parent_tid = 0;
+  std::uint64_t exit_signal = 0;
+  std::uint64_t stack = 0;
+  std::uint64_t stack_size = 0;
+  std::uint64_t tls = 0;
+  std::uint64_t set_tid = 0;
+  std::uint64_t set_tid_size = 0;
+  std::uint64_t cgroup = 0;
+};
+
+inline long clone3(CloneArgs* args) noexcept { return ::syscall(SYS_clone3, args, sizeof(CloneArgs)); }
+inline int pidfd_send_signal(int pidfd, int sig) noexcept {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+inline int pidfd_open(pid_t pid, unsigned flags) noexcept {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags));
+}
+inline int openat2(int dirfd, const char* path, std::uint64_t flags, std::uint64_t mode,
+                   std::uint64_t resolve) noexcept {
+  open_how how{};
+  how.flags = flags;
+  how.mode = mode;
+  how.resolve = resolve;
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+}
+inline int open_tree(int dirfd, const char* path, unsigned flags) noexcept {
+  return static_cast<int>(::syscall(SYS_open_tree, dirfd, path, flags));
+}
+inline int move_mount(int from_dirfd, const char* from_path, int to_dirfd, const char* to_path,
+                      unsigned flags) noexcept {
+  return static_cast<int>(::syscall(SYS_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags));
+}
+inline int fsopen(const char* fstype, unsigned flags) noexcept {
+  return static_cast<int>(::syscall(SYS_fsopen, fstype, flags));
+}
+inline int fsconfig(int fd, unsigned cmd, const char* key, const void* value, int aux) noexcept {
+  return static_cast<int>(::syscall(SYS_fsconfig, fd, cmd, key, value, aux));
+}
+inline int fsmount(int fd, unsigned flags, unsigned attr_flags) noexcept {
+  return static_cast<int>(::syscall(SYS_fsmount, fd, flags, attr_flags));
+}
+inline int mount_setattr(int dirfd, const char* path, unsigned flags, std::uint64_t set,
+                         std::uint64_t clear) noexcept {
+  mount_attr attr{};
+  attr.attr_set = set;
+  attr.attr_clr = clear;
+  return static_cast<int>(::syscall(SYS_mount_setattr, dirfd, path, flags, &attr, sizeof attr));
+}
+inline int pivot_root(const char* new_root, const char* put_old) noexcept {
+  return static_cast<int>(::syscall(SYS_pivot_root, new_root, put_old));
+}
+inline int close_range(unsigned first, unsigned last, unsigned flags) noexcept {
+  return static_cast<int>(::syscall(SYS_close_range, first, last, flags));
+}
+
+}  // namespace chock::sys

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Runs a test binary as an unprivileged user, because both root and ordinary
+# users are real callers of Chock.
+#   as-user.sh STAGE_DIR TEST_BINARY [ARGS...]
+# As root: copies the staged binaries to a world-readable scratch directory
+# (the build tree may sit under a private home) and drops to $CHOCK_TEST_UID
+# (default 61000) with setpriv. As anyone else: runs the test as it is.
+set -eu
+stage=$1
+test=$2
+shift 2
+if [ "$(id -u)" != 0 ]; then
+  CHOCK_STAGE=$stage exec "$test" "$@"
+fi
+uid=${CHOCK_TEST_UID:-61000}
+scratch=$(mktemp -d /tmp/chock-as-user.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT INT TERM
+chmod 0755 "$scratch"
+mkdir "$scratch/bin" "$scratch/home" "$scratch/tmp"
+# Only executables and what they load are staged; object files are not needed.
+find "$stage" -maxdepth 1 -type f -perm -u+x -exec cp -p {} "$scratch/bin/" \;
+chmod -R a+rX "$scratch/bin"
+chown "$uid:$uid" "$scratch/home" "$scratch/tmp"
+cd "$scratch"
+status=0
+setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+  env HOME="$scratch/home" TMPDIR="$scratch/tmp" CHOCK_STAGE="$scratch/bin" \
+  XDG_DATA_HOME="$scratch/home/.local/share" XDG_STATE_HOME="$scratch/home/.local/state" \
+  XDG_CONFIG_HOME="$scratch/home/.config" USER=chock-test LOGNAME=chock-test \
+  "$scratch/bin/$(basename "$test")" "$@" || status=$?
+exit "$status"

@@ -1,0 +1,63 @@
+// Test support: run programs (chock itself, attack programs, git) and look
+// at what they printed and how they ended.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chock::test {
+
+struct Output {
+  int status = -1;  // as a shell reports it: the exit code, or 128+N for signal N
+  std::optional<int> signal;
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+};
+
+struct RunOptions {
+  std::string stdin_data;
+  std::map<std::string, std::string> env;  // added to (or replacing in) the environment
+  std::vector<std::string> unset_env;
+  std::string cwd;
+  std::chrono::milliseconds timeout{60000};
+  std::vector<int> keep_fds;  // descriptors to leave open in the child (tests of fd hygiene)
+};
+
+Output run_process(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// Where the built binaries are: $CHOCK_STAGE, else the build's stage directory.
+std::string stage_dir();
+std::string chock_binary();
+// A helper program built for the tests (e.g. "attack").
+std::string program(const std::string& name);
+
+// `chock ARGS...`
+Output chock(const std::vector<std::string>& args, const RunOptions& options = {});
+
+bool running_as_root();
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "chock-test");
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& content, int mode = 0644);
+std::string read_file(const std::string& path);
+bool exists(const std::string& path);
+// Removes a tree, making directories writable first (sandboxed runs leave read-only ones).
+void remove_tree(const std::string& path);
+
+}  // namespace chock::test
