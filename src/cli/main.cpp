@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "chock 0.1.0");
   chock::cli::Action action;
   // Subcommands register here.
+  chock::cli::add_run(app, action);
+  chock::cli::add_apply(app, action);
+  chock::cli::add_workspace(app, action);
 
   try {
     app.parse(argc, argv);

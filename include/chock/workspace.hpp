@@ -1,0 +1,219 @@
+// The workspace: the throwaway copy of the project a tool call runs in, and
+// the only ways work gets back (apply for git, adopt for everything else).
+//
+// Layout. Sessions live in the data directory ($XDG_DATA_HOME/chock, default
+// ~/.local/share/chock) under workspaces/<id>/:
+//
+//   session.json        what the session is (kind, project, base commit, ...)
+//   lock                flock'd while a call, an apply or a removal runs
+//   tree/               git: the checkout, bound read-write at the project's path
+//   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
+//   git/common/         git: a private common dir: config, objects, and
+//                       relative symlinks into ../repo for refs, hooks, info...
+//   git/repo            git: a symlink to the real repository's common dir
+//   upper/ work/        overlay: the layers over the project
+//   lower/              overlay, root callers only: a copy of the project
+//
+// Git design. Inside the sandbox the real common dir is bound read-only at
+// /run/chock/git/repo, the private common dir read-write at
+// /run/chock/git/common, the admin dir at /run/chock/git/admin, and the tree
+// at the project's path; its `.git` file says `gitdir: /run/chock/git/admin`.
+// Every other link is relative (admin/commondir is `../common`, the session's
+// objects/info/alternates is `../../repo/objects`, common/refs is
+// `../repo/refs`), so the same files work on the host, where git/repo is a
+// symlink to the real common dir. Consequences:
+//  - nothing the call does writes into the real .git: a new object lands in
+//    the session's own object directory, HEAD, index and reflog in the admin
+//    dir; a branch or a tag is refused (read-only file system). All of this is
+//    in files, so it survives `env -i git commit`.
+//  - commits made inside are by "Chock Agent <agent@chock.invalid>" unless
+//    the repository's own config names a user (the private config sets the
+//    identity, then includes the real config, which wins).
+//  - host-side git never uses a file the sandbox could have written as
+//    configuration: it runs with GIT_DIR set to the real repository, reads
+//    the session's HEAD by itself, and reads the session's objects only after
+//    checking they hold no symbolic link and the alternates file is ours.
+//    Host-side git always has GIT_CONFIG_GLOBAL=/dev/null,
+//    GIT_CONFIG_SYSTEM=/dev/null and GIT_TERMINAL_PROMPT=0.
+//
+// Root callers. The call runs as an unprivileged uid (Config::user, default
+// 65534), so the workspace is chowned to it. A non-git project of a root
+// caller is copied into lower/ (owned by that uid) and the overlay goes over
+// the copy: an overlay over root-owned files would not let that uid write.
+// The copy costs time proportional to the project; bench/README.md has it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chock/config.hpp>
+#include <chock/error.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chock::workspace {
+
+// What stands in place of a denied file (--deny PATH), byte for byte.
+inline constexpr const char* kDenyNotice =
+    "chock: this file is denied by the project. Its bytes are not in this sandbox.\n";
+// Who commits made inside are by, unless the repository configures a user.
+inline constexpr const char* kAgentName = "Chock Agent";
+inline constexpr const char* kAgentEmail = "agent@chock.invalid";
+// The uid a root caller's tool call runs as unless Config::user says otherwise.
+inline constexpr uid_t kDefaultRunUid = 65534;
+// Where the git admin and common dirs appear inside the sandbox.
+inline constexpr const char* kSandboxGitRoot = "/run/chock/git";
+
+enum class Kind { git, overlay };
+const char* kind_name(Kind kind);
+
+struct Session {
+  std::string id;
+  Kind kind = Kind::git;
+  std::string project;     // absolute real path of the project (a git project: its top level)
+  std::string dir;         // <data dir>/workspaces/<id>
+  uid_t owner = 0;         // the uid the workspace files belong to
+  std::vector<std::string> deny;  // project-relative files covered by the notice
+  std::int64_t created = 0;       // unix seconds
+  std::int64_t last_run = 0;      // unix seconds of the last call; 0 none
+  // git
+  std::string common_dir;  // the real repository's common dir (host path)
+  std::string base;        // the commit the worktree was made at
+  std::string applied;     // the last session commit that reached the branch; empty none
+  // overlay
+  std::string lower;       // the lower layer: the project itself, or a root caller's copy
+  std::int64_t adopted_run = -1;  // last_run as it was at the last adopt; -1 never
+
+  [[nodiscard]] std::string tree() const { return dir + "/tree"; }
+  [[nodiscard]] std::string admin() const { return dir + "/git/admin"; }
+  [[nodiscard]] std::string common() const { return dir + "/git/common"; }
+  [[nodiscard]] std::string objects() const { return dir + "/git/common/objects"; }
+  [[nodiscard]] std::string upper() const { return dir + "/upper"; }
+  [[nodiscard]] std::string work() const { return dir + "/work"; }
+};
+
+// $XDG_DATA_HOME/chock, else $HOME/.local/share/chock.
+Expected<std::string> data_dir();
+
+// An exclusive flock on a session, released when destroyed.
+class SessionLock {
+ public:
+  SessionLock() = default;
+  explicit SessionLock(int fd) noexcept : fd_(fd) {}
+  SessionLock(SessionLock&& other) noexcept;
+  SessionLock& operator=(SessionLock&& other) noexcept;
+  SessionLock(const SessionLock&) = delete;
+  SessionLock& operator=(const SessionLock&) = delete;
+  ~SessionLock();
+
+ private:
+  int fd_ = -1;
+};
+
+// Checks a --session value: 1 to 64 of [a-z0-9_-], starting with a letter or digit.
+Expected<void> validate_session_id(const std::string& id);
+// Checks a --deny value: a relative path of a file, no `..` or `.`
+// component, no glob character, no trailing slash, nothing inside .git.
+Expected<void> validate_deny_path(const std::string& path);
+
+struct OpenOptions {
+  std::string project;             // empty: the current directory
+  std::string session;             // empty: make a new session
+  bool allow_dirty = false;        // git: carry uncommitted work in (new sessions only)
+  std::vector<std::string> deny;   // files to cover (added to the session's list)
+  std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
+};
+
+struct Opened {
+  Session session;
+  SessionLock lock;                // held for the whole call
+  bool created = false;
+  std::vector<std::string> notes;  // one line each, for stderr: what was skipped, warnings
+};
+
+// Opens (or makes) the session a call runs in, and locks it.
+Expected<Opened> open(const OpenOptions& options);
+// Reads a session by id (no lock).
+Expected<Session> load(const std::string& id);
+Expected<SessionLock> lock(const Session& session, bool wait);
+// Writes session.json back (after a call: last_run).
+Expected<void> save(const Session& session);
+
+// Adds the workspace to a sandbox config: the tree (or the overlay) at the
+// project's own path, the git dirs under /run/chock/git, cwd, identity env.
+// `host_cwd` is the caller's directory; inside, the call starts at the same
+// path when it is in the project, else at the project's root.
+Expected<void> add_to_config(const Session& session, const std::string& host_cwd, Config& config);
+
+// --- apply (git) --------------------------------------------------------------
+
+enum class Mode { merge, rebase, squash };
+Expected<Mode> parse_mode(const std::string& name);
+
+// What apply is about to do; shown in the question and given to the seam.
+struct ApplyPlan {
+  std::string session;
+  std::string project;
+  std::string branch;      // refs/heads/... checked out in the project
+  std::string tip;         // the branch's commit when the question was asked
+  std::string head;        // the session's newest commit
+  std::string parked;      // refs/chock/<session>
+  Mode mode = Mode::merge;
+  bool fast_forward = false;         // the branch has not moved since the session's base
+  std::vector<std::string> commits;  // "<short> <subject>", oldest first
+};
+
+// Says whether to go ahead. The command line answers with --yes or a
+// terminal prompt; the workspace.apply policy row replaces --yes later
+// (return false to refuse; `refusal` then says why and how to apply).
+struct Approval {
+  bool approved = false;
+  std::string refusal;
+};
+using Approve = std::function<Approval(const ApplyPlan&)>;
+
+struct ApplyOutcome {
+  enum class State { applied, nothing, refused };
+  State state = State::nothing;
+  std::string message;  // one or more lines for the person
+  std::string commit;   // applied: the branch's new commit
+};
+
+// Parks the session's commits at refs/chock/<id>, then integrates them onto
+// the checked-out branch as a fast-forward on a clean tree. Every refusal
+// leaves the work parked and says where.
+Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& approve);
+
+// --- adopt (overlay) -----------------------------------------------------------
+
+struct AdoptReport {
+  std::string destination;  // <project>/.chock-adopted/<id>
+  std::string list_file;    // <project>/.chock-adopted/<id>.txt
+  std::vector<std::string> changed, added, deleted;
+  std::vector<std::pair<std::string, std::string>> skipped;  // path, why
+};
+
+// Copies what the call changed (the overlay's upper layer) into
+// <project>/.chock-adopted/<id>/ and writes the list of every path beside it.
+Expected<AdoptReport> adopt(const std::string& id);
+
+// --- list, remove, clear -------------------------------------------------------
+
+struct SessionInfo {
+  Session session;
+  // git: commits not yet applied; overlay: changed paths not adopted since the last call
+  std::uint64_t pending = 0;
+  std::uint64_t size_bytes = 0;
+  std::string problem;  // set when the session could not be read completely
+};
+
+Expected<std::vector<SessionInfo>> list();
+// Refuses while work is pending unless `force`; a forced removal of a git
+// session parks its commits at refs/chock/<id> first, so no commit is lost.
+// Returns what was done, for the person.
+Expected<std::string> remove(const std::string& id, bool force);
+
+}  // namespace chock::workspace

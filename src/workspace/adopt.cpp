@@ -1,0 +1,163 @@
+// Adopt: an overlay session's work, read from its upper layer and copied
+// beside the project (never over it): .chock-adopted/<id>/ and <id>.txt.
+//
+// How the upper layer is read (rootless overlayfs, `userxattr`):
+//  - a character device 0/0, or an empty file with user.overlay.whiteout,
+//    is a whiteout: the lower path was deleted;
+//  - a directory with user.overlay.opaque=y hides everything of the lower
+//    directory: each lower path not in the upper one was deleted;
+//  - user.overlay.redirect (a renamed directory) and user.overlay.metacopy
+//    (data still in the lower layer) are not followed: listed as skipped.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "workspace/fs.hpp"
+#include "workspace/overlay_scan.hpp"
+
+namespace chock::workspace {
+
+namespace overlay_scan {
+
+namespace {
+
+bool has_xattr(const std::string& path, const char* name, const char* want = nullptr) {
+  char buf[256];
+  ssize_t n = ::lgetxattr(path.c_str(), name, buf, sizeof buf);
+  if (n < 0) return false;
+  return want == nullptr || std::string(buf, static_cast<std::size_t>(n)) == want;
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every non-directory path below a lower directory, relative to the layer root.
+void lower_files(const std::string& lower_root, const std::string& rel, std::vector<std::string>& out) {
+  for (const auto& n : entries(lower_root + "/" + rel)) {
+    std::string sub = rel + "/" + n;
+    if (fs::is_dir(lower_root + "/" + sub)) {
+      lower_files(lower_root, sub, out);
+    } else {
+      out.push_back(sub);
+    }
+  }
+}
+
+bool is_whiteout(const std::string& path, const struct stat& st) {
+  if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) return true;
+  return S_ISREG(st.st_mode) && st.st_size == 0 && has_xattr(path, "user.overlay.whiteout");
+}
+
+void walk(const Session& s, const std::string& rel, Changes& c) {
+  std::string upper_dir = s.upper() + (rel.empty() ? "" : "/" + rel);
+  for (const auto& n : entries(upper_dir)) {
+    std::string sub = rel.empty() ? n : rel + "/" + n;
+    std::string up = s.upper() + "/" + sub;
+    std::string low = s.lower + "/" + sub;
+    struct stat st {};
+    if (::lstat(up.c_str(), &st) != 0) continue;
+    if (rel.empty() && n == ".chock-adopted") {
+      c.skipped.emplace_back(sub, "Chock's own adopt folder");
+      continue;
+    }
+    if (is_whiteout(up, st)) {
+      c.deleted.push_back(sub);
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (has_xattr(up, "user.overlay.redirect")) {
+        c.skipped.emplace_back(sub, "a renamed directory (overlay redirect), not followed");
+        continue;
+      }
+      if (has_xattr(up, "user.overlay.opaque", "y") && fs::is_dir(low)) {
+        std::vector<std::string> gone;
+        lower_files(s.lower, sub, gone);
+        for (const auto& g : gone)
+          if (!fs::exists(s.upper() + "/" + g)) c.deleted.push_back(g);
+      }
+      walk(s, sub, c);
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+      c.skipped.emplace_back(sub, "not a regular file or symbolic link");
+      continue;
+    }
+    if (has_xattr(up, "user.overlay.metacopy")) {
+      c.skipped.emplace_back(sub, "only its metadata changed (overlay metacopy)");
+      continue;
+    }
+    bool denied = std::find(s.deny.begin(), s.deny.end(), sub) != s.deny.end();
+    if (denied && S_ISREG(st.st_mode)) {
+      auto text = fs::read_file_nofollow(up, 4096);
+      if (text && *text == kDenyNotice) {
+        c.skipped.emplace_back(sub, "denied: the notice Chock put in its place");
+        continue;
+      }
+    }
+    (fs::exists(low) ? c.changed : c.added).push_back(sub);
+  }
+}
+
+}  // namespace
+
+Changes scan(const Session& s) {
+  Changes c;
+  walk(s, "", c);
+  std::sort(c.deleted.begin(), c.deleted.end());
+  c.deleted.erase(std::unique(c.deleted.begin(), c.deleted.end()), c.deleted.end());
+  return c;
+}
+
+}  // namespace overlay_scan
+
+Expected<AdoptReport> adopt(const std::string& id) {
+  auto loaded = load(id);
+  if (!loaded) return std::move(loaded).error();
+  Session s = std::move(*loaded);
+  if (s.kind != Kind::overlay)
+    return Error{"session " + id + " is a git worktree: its commits come back with 'chock apply " + id + "'", "", 0,
+                 Errc::bad_config};
+  auto held = lock(s, false);
+  if (!held) return std::move(held).error();
+  auto c = overlay_scan::scan(s);
+  AdoptReport r;
+  r.destination = s.project + "/.chock-adopted/" + id;
+  r.list_file = r.destination + ".txt";
+  if (auto rm = fs::remove_tree(r.destination); !rm) return std::move(rm).error();
+  if (auto mk = fs::make_dirs(r.destination); !mk) return std::move(mk).error();
+  std::string list;
+  for (auto* group : {&c.changed, &c.added}) {
+    for (const auto& p : *group) {
+      if (auto mk = fs::make_dirs(fs::parent_of(r.destination + "/" + p)); !mk) return std::move(mk).error();
+      if (auto cp = fs::copy_entry(s.upper() + "/" + p, r.destination + "/" + p); !cp) return std::move(cp).error();
+      list += (group == &c.changed ? "changed\t" : "added\t") + p + "\n";
+    }
+  }
+  for (const auto& p : c.deleted) list += "deleted\t" + p + "\n";
+  for (const auto& [p, why] : c.skipped) list += "skipped\t" + p + "\t" + why + "\n";
+  if (auto w = fs::write_file_atomic(r.list_file, list); !w) return std::move(w).error();
+  r.changed = std::move(c.changed);
+  r.added = std::move(c.added);
+  r.deleted = std::move(c.deleted);
+  r.skipped = std::move(c.skipped);
+  s.adopted_run = s.last_run;
+  if (auto w = save(s); !w) return std::move(w).error();
+  return r;
+}
+
+}  // namespace chock::workspace

@@ -1,0 +1,43 @@
+// Building a session's workspace: finding the project, the git worktree,
+// the overlay, the dirty import and the deny covers. Internal to workspace/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chock/workspace.hpp"
+
+namespace chock::workspace::build {
+
+struct Project {
+  std::string root;        // absolute real path; a git project: its top level
+  bool git = false;
+  std::string git_dir;     // the project's own git dir (a linked worktree's admin dir, or .git)
+  std::string common_dir;  // the repository's common dir
+  std::string head;        // the commit checked out; empty when the repository has none
+};
+
+// Looks for a .git upwards from `dir`. Refuses a repository the caller does
+// not own: host-side git would run its configuration.
+Expected<Project> find_project(const std::string& dir);
+
+using Notes = std::vector<std::string>;
+
+// A linked worktree detached at the project's HEAD, in session.dir.
+Expected<void> make_worktree(Session& session, const Project& project, bool allow_dirty, Notes& notes);
+// The overlay's directories (and a root caller's copy of the project).
+Expected<void> make_overlay(Session& session, Notes& notes);
+
+// Copies the project's uncommitted work into the worktree.
+Expected<void> import_dirty(const Session& session, const Project& project, Notes& notes);
+
+// Replaces each denied file of the workspace by the notice. `tracked` is
+// the subset git tracks (warned about: its bytes are in the objects).
+Expected<void> cover_denied(const Session& session, const std::vector<std::string>& paths, Notes& notes);
+// The deny paths that exist in the project as directories are refused.
+Expected<void> check_deny_targets(const std::string& project, const std::vector<std::string>& paths);
+
+// gid to give the run uid's files: its primary group, else the same number.
+gid_t group_of(uid_t uid);
+
+}  // namespace chock::workspace::build

@@ -1,0 +1,68 @@
+// Denied files: the notice stands where the file was, and the file's bytes
+// are never copied into the workspace.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/fd.hpp"
+#include "workspace/build.hpp"
+#include "workspace/fs.hpp"
+
+namespace chock::workspace::build {
+
+namespace {
+
+// Where the notice goes: the git tree; an overlay's upper layer (it hides the
+// lower file); a root caller's copy (the lower layer itself).
+std::string cover_root(const Session& s) {
+  if (s.kind == Kind::git) return s.tree();
+  return s.lower != s.project ? s.lower : s.upper();
+}
+
+Expected<void> write_notice(int root_fd, const std::string& rel, uid_t owner) {
+  auto dir = fs::open_dir_beneath(root_fd, fs::parent_of(rel), true);
+  if (!dir) return std::move(dir).error();
+  UniqueFd parent(*dir);
+  std::string name = fs::base_of(rel);
+  if (::unlinkat(parent.get(), name.c_str(), 0) != 0 && errno != ENOENT)
+    return Error{"cover denied file", rel, errno == EISDIR ? EISDIR : errno};
+  UniqueFd fd(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd) return sys_error("cover denied file", rel);
+  std::size_t len = std::strlen(kDenyNotice);
+  if (::write(fd.get(), kDenyNotice, len) != static_cast<ssize_t>(len)) return sys_error("write notice", rel);
+  if (::geteuid() == 0 && owner != 0) ::fchown(fd.get(), owner, group_of(owner));
+  return {};
+}
+
+}  // namespace
+
+Expected<void> check_deny_targets(const std::string& project, const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (::lstat((project + "/" + p).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return Error{"--deny " + p + ": is a directory in the project; name files", "", 0, Errc::bad_config};
+  }
+  return {};
+}
+
+Expected<void> cover_denied(const Session& s, const std::vector<std::string>& paths, Notes& notes) {
+  if (paths.empty()) return {};
+  std::string root = cover_root(s);
+  UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) return sys_error("open", root);
+  for (const auto& p : paths) {
+    bool in_project = fs::exists(s.project + "/" + p);
+    bool in_workspace = fs::exists(root + "/" + p);
+    if (!in_project && !in_workspace) {
+      notes.push_back("--deny " + p + ": no such file in the project; nothing to cover");
+      continue;
+    }
+    if (auto r = write_notice(root_fd.get(), p, s.owner); !r) return r;
+  }
+  return {};
+}
+
+}  // namespace chock::workspace::build

@@ -1,0 +1,290 @@
+#include "workspace/fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "util/fd.hpp"
+#include "util/syscalls.hpp"
+
+namespace chock::workspace::fs {
+
+namespace {
+
+Expected<void> write_all(int fd, const std::string& content, const std::string& path) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("write", path);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Expected<std::string> read_fd(int fd, const std::string& path, std::size_t max_bytes) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("read", path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_bytes) return Error{"read: larger than expected", path, EFBIG};
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::string> read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return sys_error("open", path);
+  return read_fd(fd.get(), path, SIZE_MAX / 2);
+}
+
+Expected<std::string> read_file_nofollow(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) return sys_error("open", path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_error("stat", path);
+  if (!S_ISREG(st.st_mode)) return Error{"open: not a regular file", path, EINVAL};
+  return read_fd(fd.get(), path, max_bytes);
+}
+
+Expected<void> write_file(const std::string& path, const std::string& content, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) return sys_error("create", path);
+  return write_all(fd.get(), content, path);
+}
+
+Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
+  std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  {
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (!fd) return sys_error("create", tmp);
+    if (auto w = write_all(fd.get(), content, tmp); !w) return w;
+    if (::fsync(fd.get()) != 0) return sys_error("fsync", tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return sys_error("rename", path);
+  return {};
+}
+
+Expected<void> make_dirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return {};
+  std::string sofar;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    std::size_t next = path.find('/', pos + 1);
+    sofar = path.substr(0, next);
+    pos = next;
+    if (sofar.empty() || sofar == "/") continue;
+    if (::mkdir(sofar.c_str(), mode) != 0 && errno != EEXIST) return sys_error("mkdir", sofar);
+  }
+  if (!is_dir(path)) return Error{"mkdir: not a directory", path, ENOTDIR};
+  return {};
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Expected<void> remove_tree(const std::string& path) {
+  if (path.empty() || path == "/") return Error{"remove: refusing", path, EINVAL};
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Expected<void>{} : sys_error("stat", path);
+  // Overlayfs leaves work/work at mode 0; a sandboxed call may leave read-only directories.
+  ::nftw(
+      path.c_str(),
+      [](const char* p, const struct stat* s, int type, FTW*) {
+        if (type == FTW_D || type == FTW_DNR) ::chmod(p, (s->st_mode & 07777) | 0700);
+        return 0;
+      },
+      64, FTW_PHYS);
+  static thread_local int first_errno;
+  static thread_local std::string* first_path;
+  std::string failed;
+  first_errno = 0;
+  first_path = &failed;
+  ::nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int type, FTW*) {
+        int rc = (type == FTW_DP || type == FTW_D || type == FTW_DNR) ? ::rmdir(p) : ::unlink(p);
+        if (rc != 0 && first_errno == 0) {
+          first_errno = errno;
+          *first_path = p;
+        }
+        return 0;
+      },
+      64, FTW_DEPTH | FTW_PHYS);
+  if (first_errno != 0) return Error{"remove", failed, first_errno};
+  return {};
+}
+
+Expected<void> chown_tree(const std::string& path, uid_t uid, gid_t gid) {
+  static thread_local uid_t to_uid;
+  static thread_local gid_t to_gid;
+  static thread_local int first_errno;
+  to_uid = uid;
+  to_gid = gid;
+  first_errno = 0;
+  ::nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int, FTW*) {
+        if (::lchown(p, to_uid, to_gid) != 0 && first_errno == 0) first_errno = errno;
+        return 0;
+      },
+      64, FTW_PHYS);
+  if (first_errno != 0) return Error{"chown", path, first_errno};
+  return {};
+}
+
+std::uint64_t disk_usage(const std::string& path) {
+  static thread_local std::uint64_t total;
+  total = 0;
+  ::nftw(
+      path.c_str(),
+      [](const char*, const struct stat* s, int, FTW*) {
+        total += static_cast<std::uint64_t>(s->st_blocks) * 512U;
+        return 0;
+      },
+      64, FTW_PHYS);
+  return total;
+}
+
+Expected<void> copy_entry(const std::string& from, const std::string& to) {
+  struct stat st {};
+  if (::lstat(from.c_str(), &st) != 0) return sys_error("stat", from);
+  ::unlink(to.c_str());
+  if (S_ISLNK(st.st_mode)) {
+    std::vector<char> buf(static_cast<std::size_t>(st.st_size) + 1);
+    ssize_t n = ::readlink(from.c_str(), buf.data(), buf.size());
+    if (n < 0) return sys_error("readlink", from);
+    std::string target(buf.data(), static_cast<std::size_t>(n));
+    if (::symlink(target.c_str(), to.c_str()) != 0) return sys_error("symlink", to);
+    return {};
+  }
+  if (!S_ISREG(st.st_mode)) return Error{"copy: not a regular file or symbolic link", from, EINVAL};
+  UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in) return sys_error("open", from);
+  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 07777));
+  if (!out) return sys_error("create", to);
+  off_t left = st.st_size;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, static_cast<std::size_t>(left), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("copy", to);
+    }
+    if (n == 0) break;
+    left -= n;
+  }
+  ::fchmod(out.get(), st.st_mode & 07777);
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  ::futimens(out.get(), times);
+  return {};
+}
+
+namespace {
+
+Expected<void> copy_dir(const std::string& from, const std::string& to, const std::string& rel,
+                        const CopyHooks& hooks) {
+  DIR* d = ::opendir(from.c_str());
+  if (d == nullptr) return sys_error("opendir", from);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  ::closedir(d);
+  for (const auto& name : names) {
+    std::string src = from + "/" + name;
+    std::string dst = to + "/" + name;
+    std::string sub = rel.empty() ? name : rel + "/" + name;
+    if (hooks.skip) {
+      std::string why = hooks.skip(sub);
+      if (!why.empty()) {
+        if (hooks.on_skip) hooks.on_skip(sub, why);
+        continue;
+      }
+    }
+    struct stat st {};
+    if (::lstat(src.c_str(), &st) != 0) return sys_error("stat", src);
+    if (S_ISDIR(st.st_mode)) {
+      if (::mkdir(dst.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir", dst);
+      if (auto r = copy_dir(src, dst, sub, hooks); !r) return r;
+      ::chmod(dst.c_str(), st.st_mode & 07777);
+      const timespec times[2] = {st.st_atim, st.st_mtim};
+      ::utimensat(AT_FDCWD, dst.c_str(), times, AT_SYMLINK_NOFOLLOW);
+    } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+      if (auto r = copy_entry(src, dst); !r) return r;
+    } else if (hooks.on_skip) {
+      hooks.on_skip(sub, "not a regular file, directory or symbolic link");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<void> copy_tree(const std::string& from, const std::string& to, const CopyHooks& hooks) {
+  struct stat st {};
+  if (::stat(from.c_str(), &st) != 0) return sys_error("stat", from);
+  if (auto r = make_dirs(to, 0700); !r) return r;
+  if (auto r = copy_dir(from, to, "", hooks); !r) return r;
+  ::chmod(to.c_str(), st.st_mode & 07777);
+  return {};
+}
+
+Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create) {
+  constexpr std::uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  UniqueFd cur(::fcntl(root_fd, F_DUPFD_CLOEXEC, 3));
+  if (!cur) return sys_error("dup", rel_dir);
+  std::size_t pos = 0;
+  while (pos < rel_dir.size()) {
+    std::size_t slash = rel_dir.find('/', pos);
+    std::string part = rel_dir.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    pos = slash == std::string::npos ? rel_dir.size() : slash + 1;
+    if (part.empty()) continue;
+    int fd = sys::openat2(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve);
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(cur.get(), part.c_str(), 0755) != 0 && errno != EEXIST) return sys_error("mkdir", rel_dir);
+      fd = sys::openat2(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve);
+    }
+    if (fd < 0) return sys_error("open directory", rel_dir);
+    cur.reset(fd);
+  }
+  return cur.release();
+}
+
+std::string parent_of(const std::string& rel) {
+  auto slash = rel.rfind('/');
+  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
+
+std::string base_of(const std::string& rel) {
+  auto slash = rel.rfind('/');
+  return slash == std::string::npos ? rel : rel.substr(slash + 1);
+}
+
+}  // namespace chock::workspace::fs

@@ -1,0 +1,52 @@
+// File-system helpers of the workspace: small, errno-carrying, never
+// following a symbolic link where the sandbox could have planted one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "chock/error.hpp"
+
+namespace chock::workspace::fs {
+
+Expected<std::string> read_file(const std::string& path);
+// Reads a file that must be a small regular file, refusing a symbolic link.
+Expected<std::string> read_file_nofollow(const std::string& path, std::size_t max_bytes);
+// Writes through a temporary file and rename, so a reader never sees half.
+Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0644);
+Expected<void> write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
+Expected<void> make_dirs(const std::string& path, mode_t mode = 0755);
+bool exists(const std::string& path);
+bool is_dir(const std::string& path);
+
+// Removes a tree without following links, making directories writable first.
+Expected<void> remove_tree(const std::string& path);
+// lchown of every entry below and including `path`.
+Expected<void> chown_tree(const std::string& path, uid_t uid, gid_t gid);
+// The disk blocks a tree uses, in bytes (links not followed).
+std::uint64_t disk_usage(const std::string& path);
+
+// Copies a tree (regular files, directories, symbolic links; modes and
+// mtimes kept). `skip(rel)` returning a reason leaves that entry out;
+// special files are left out too; `on_skip(rel, reason)` hears of each.
+struct CopyHooks {
+  std::function<std::string(const std::string& rel)> skip;
+  std::function<void(const std::string& rel, const std::string& why)> on_skip;
+};
+Expected<void> copy_tree(const std::string& from, const std::string& to, const CopyHooks& hooks);
+// Copies one file (regular: bytes and mode; symlink: the link) to `to`,
+// replacing what is there.
+Expected<void> copy_entry(const std::string& from, const std::string& to);
+
+// Opens the directory `rel_dir` below `root_fd` with no symbolic link and no
+// escape allowed, creating missing components (mode 0755) when `create`.
+Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create);
+
+// Joins and splits '/'-separated relative paths.
+std::string parent_of(const std::string& rel);
+std::string base_of(const std::string& rel);
+
+}  // namespace chock::workspace::fs

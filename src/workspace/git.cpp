@@ -1,0 +1,186 @@
+#include "workspace/git.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "util/fd.hpp"
+
+extern char** environ;
+
+namespace chock::workspace::git {
+
+namespace {
+
+std::vector<std::string> environment(const Env& env) {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (name.rfind("GIT_", 0) == 0 || name.rfind("LC_", 0) == 0 || name == "LANG" || name == "LANGUAGE") continue;
+    vars[name] = entry.substr(eq + 1);
+  }
+  vars["GIT_CONFIG_GLOBAL"] = "/dev/null";
+  vars["GIT_CONFIG_SYSTEM"] = "/dev/null";
+  vars["GIT_CONFIG_NOSYSTEM"] = "1";
+  vars["GIT_TERMINAL_PROMPT"] = "0";
+  vars["GIT_ASKPASS"] = "true";
+  vars["GIT_OPTIONAL_LOCKS"] = "0";
+  vars["LC_ALL"] = "C";
+  for (const auto& [k, v] : env.vars) vars[k] = v;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [k, v] : vars) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string Output::first_error_line() const {
+  std::string e = err.empty() ? out : err;
+  auto nl = e.find('\n');
+  e = e.substr(0, nl);
+  return e.empty() ? "git exited with status " + std::to_string(status) : e;
+}
+
+Expected<Output> run(const std::vector<std::string>& args, const Env& env) {
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return sys_error("pipe");
+  UniqueFd in_r(in[0]), in_w(in[1]);
+  if (::pipe2(out, O_CLOEXEC) != 0) return sys_error("pipe");
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  if (::pipe2(err, O_CLOEXEC) != 0) return sys_error("pipe");
+  UniqueFd err_r(err[0]), err_w(err[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_r.get(), 0);
+  posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
+  if (!env.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, env.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<std::string> argv{"git"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> envv = environment(env);
+  auto c_argv = c_strings(argv);
+  auto c_env = c_strings(envv);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, "git", &actions, &attr, c_argv.data(), c_env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  in_r.reset();
+  out_w.reset();
+  err_w.reset();
+  if (rc != 0) return Error{"run git", env.cwd, rc};
+
+  // Feed stdin while draining both outputs, so a large pack cannot deadlock.
+  ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+  std::size_t written = 0;
+  if (env.stdin_data.empty()) in_w.reset();
+  Output o;
+  char buf[65536];
+  while (out_r || err_r) {
+    pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {in_w.get(), POLLOUT, 0}};
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? o.out : o.err).append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        (i == 0 ? out_r : err_r).reset();
+      }
+    }
+    if (fds[2].fd >= 0 && fds[2].revents != 0) {
+      ssize_t n = ::write(in_w.get(), env.stdin_data.data() + written, env.stdin_data.size() - written);
+      if (n > 0) written += static_cast<std::size_t>(n);
+      if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == env.stdin_data.size()) in_w.reset();
+    }
+  }
+  in_w.reset();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return sys_error("wait for git");
+  }
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+
+Expected<std::string> capture(const std::vector<std::string>& args, const Env& env, const std::string& what) {
+  auto r = run(args, env);
+  if (!r) return std::move(r).error();
+  if (!r->ok()) return Error{what + ": " + r->first_error_line(), env.cwd, 0};
+  return std::move(r->out);
+}
+
+Env repo_env(const std::string& common, const std::string& work_tree, const std::string& index,
+             const std::string& session_objects) {
+  Env env;
+  env.vars.emplace_back("GIT_DIR", common);
+  if (!work_tree.empty()) {
+    env.vars.emplace_back("GIT_WORK_TREE", work_tree);
+    env.cwd = work_tree;
+  }
+  if (!index.empty()) env.vars.emplace_back("GIT_INDEX_FILE", index);
+  if (!session_objects.empty()) {
+    env.vars.emplace_back("GIT_OBJECT_DIRECTORY", session_objects);
+    env.vars.emplace_back("GIT_ALTERNATE_OBJECT_DIRECTORIES", common + "/objects");
+  }
+  return env;
+}
+
+std::string chomp(std::string s) {
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    std::size_t next = s.find(sep, pos);
+    if (next == std::string::npos) next = s.size();
+    out.push_back(s.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  return out;
+}
+
+bool is_object_id(const std::string& s) {
+  if (s.size() != 40 && s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+}  // namespace chock::workspace::git

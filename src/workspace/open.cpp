@@ -1,0 +1,92 @@
+// Opening the session a call runs in: a new one (git worktree or overlay),
+// or an existing one by id.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+#include "workspace/build.hpp"
+#include "workspace/fs.hpp"
+#include "workspace/store.hpp"
+
+namespace chock::workspace {
+
+namespace {
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
+}
+
+uid_t run_uid(const OpenOptions& o) {
+  if (::geteuid() != 0) return ::getuid();
+  return o.run_uid.value_or(kDefaultRunUid);
+}
+
+Expected<Opened> open_existing(const OpenOptions& o, const build::Project& project) {
+  auto s = load(o.session);
+  if (!s) return std::move(s).error();
+  if (s->project != project.root)
+    return Error{"session " + o.session + " belongs to " + s->project + ", not to " + project.root, "", 0,
+                 Errc::bad_config};
+  auto held = lock(*s, true);
+  if (!held) return std::move(held).error();
+  auto fresh = load(o.session);  // it may have changed while we waited
+  if (!fresh) return std::move(fresh).error();
+  Opened out{std::move(*fresh), std::move(*held), false, {}};
+  if (o.allow_dirty && out.session.kind == Kind::git)
+    out.notes.emplace_back("--allow-dirty only applies when a session is made; session " + o.session +
+                           " keeps its own tree");
+  std::vector<std::string> added;
+  for (const auto& d : o.deny)
+    if (std::find(out.session.deny.begin(), out.session.deny.end(), d) == out.session.deny.end()) added.push_back(d);
+  // Denied paths are covered again on every call: a call may have replaced a notice.
+  out.session.deny.insert(out.session.deny.end(), added.begin(), added.end());
+  if (auto r = build::cover_denied(out.session, out.session.deny, out.notes); !r) return std::move(r).error();
+  if (!added.empty() && out.session.kind == Kind::git)
+    out.notes.emplace_back("the newly denied files are covered in the tree; git inside still lists them as changed");
+  if (auto r = save(out.session); !r) return std::move(r).error();
+  return out;
+}
+
+Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
+  bool git = project.git && !project.head.empty();
+  auto made = store::make_session_dir(git ? Kind::git : Kind::overlay, project.root);
+  if (!made) return std::move(made).error();
+  Session s = std::move(*made);
+  s.owner = run_uid(o);
+  for (const auto& d : o.deny)
+    if (std::find(s.deny.begin(), s.deny.end(), d) == s.deny.end()) s.deny.push_back(d);
+  auto held = lock(s, false);
+  if (!held) return std::move(held).error();
+  Opened out{Session{}, std::move(*held), true, {}};
+  if (project.git && !git)
+    out.notes.emplace_back("the repository has no commit yet: this session is an overlay, not a worktree");
+  if (!git && o.allow_dirty) out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
+  Expected<void> built = git ? build::make_worktree(s, project, o.allow_dirty, out.notes)
+                             : build::make_overlay(s, out.notes);
+  if (built) built = save(s);
+  if (!built) {
+    (void)fs::remove_tree(s.dir);
+    return std::move(built).error();
+  }
+  out.session = std::move(s);
+  return out;
+}
+
+}  // namespace
+
+Expected<Opened> open(const OpenOptions& o) {
+  for (const auto& d : o.deny)
+    if (auto v = validate_deny_path(d); !v) return std::move(v).error();
+  if (!o.session.empty())
+    if (auto v = validate_session_id(o.session); !v) return std::move(v).error();
+  auto project = build::find_project(o.project.empty() ? current_dir() : o.project);
+  if (!project) return std::move(project).error();
+  if (auto r = build::check_deny_targets(project->root, o.deny); !r) return std::move(r).error();
+  return o.session.empty() ? open_new(o, *project) : open_existing(o, *project);
+}
+
+}  // namespace chock::workspace

@@ -1,0 +1,39 @@
+// A session as mounts: what the sandbox core is asked to build for a call.
+#include <unistd.h>
+
+#include <string>
+
+#include "chock/workspace.hpp"
+
+namespace chock::workspace {
+
+namespace {
+
+bool is_within(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         (dir == "/" || path[dir.size()] == '/'));
+}
+
+}  // namespace
+
+Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Config& config) {
+  if (s.kind == Kind::git) {
+    std::string root = kSandboxGitRoot;
+    // The tree at the project's own path; its .git file names the admin dir below.
+    config.binds.push_back(Bind{s.tree(), s.project, Access::read_write});
+    config.binds.push_back(Bind{s.common_dir, root + "/repo", Access::read_only});
+    config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
+    config.binds.push_back(Bind{s.admin(), root + "/admin", Access::read_write});
+  } else {
+    config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project});
+  }
+  config.cwd = is_within(host_cwd, s.project) ? host_cwd : s.project;
+  if (config.env) {
+    config.env->push_back("CHOCK_SESSION=" + s.id);
+    config.env->push_back("CHOCK_PROJECT=" + s.project);
+  }
+  if (::geteuid() == 0 && !config.user) config.user = s.owner;
+  return {};
+}
+
+}  // namespace chock::workspace

@@ -1,0 +1,114 @@
+// Listing and removing sessions. Nothing is removed while it holds work
+// that has not come back, unless forced; a forced removal of a git session
+// parks its commits in the real repository first.
+#include "workspace/fs.hpp"
+#include "workspace/git.hpp"
+#include "workspace/overlay_scan.hpp"
+#include "workspace/session_git.hpp"
+#include "workspace/store.hpp"
+
+namespace chock::workspace {
+
+namespace {
+
+struct Pending {
+  std::uint64_t count = 0;
+  std::string head;     // git
+  std::string problem;  // the count could not be known
+};
+
+Pending pending_of(const Session& s) {
+  Pending p;
+  if (s.kind == Kind::overlay) {
+    if (s.last_run > 0 && s.adopted_run == s.last_run) return p;
+    p.count = overlay_scan::scan(s).count();
+    return p;
+  }
+  if (!fs::is_dir(s.common_dir)) {
+    p.problem = "its repository is gone (" + s.common_dir + ")";
+    return p;
+  }
+  if (auto r = session_git::check_objects(s); !r) {
+    p.problem = r.error().message();
+    return p;
+  }
+  auto head = session_git::head(s);
+  if (!head) {
+    p.problem = head.error().message();
+    return p;
+  }
+  p.head = *head;
+  auto n = git::capture({"rev-list", "--count", session_git::from(s) + ".." + *head}, session_git::env(s),
+                        "count the session's commits");
+  if (!n) {
+    p.problem = n.error().message();
+    return p;
+  }
+  p.count = std::stoull(git::chomp(*n));
+  return p;
+}
+
+}  // namespace
+
+Expected<std::vector<SessionInfo>> list() {
+  auto ids = store::session_ids();
+  if (!ids) return std::move(ids).error();
+  std::vector<SessionInfo> out;
+  for (const auto& id : *ids) {
+    SessionInfo info;
+    auto s = load(id);
+    if (!s) {
+      info.session.id = id;
+      info.problem = s.error().message();
+      out.push_back(std::move(info));
+      continue;
+    }
+    info.session = std::move(*s);
+    Pending p = pending_of(info.session);
+    info.pending = p.count;
+    info.problem = p.problem;
+    info.size_bytes = fs::disk_usage(info.session.dir);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+Expected<std::string> remove(const std::string& id, bool force) {
+  auto loaded = load(id);
+  if (!loaded) return std::move(loaded).error();
+  Session s = std::move(*loaded);
+  auto held = lock(s, false);
+  if (!held) return std::move(held).error();
+  Pending p = pending_of(s);
+  std::string done = "removed session " + id;
+  if (s.kind == Kind::git) {
+    if (!p.problem.empty() && !force)
+      return Error{"not removed: session " + id + "'s commits cannot be counted (" + p.problem +
+                       "); --force removes it anyway",
+                   "", 0};
+    if (p.count > 0 && !force)
+      return Error{"not removed: session " + id + " has " + std::to_string(p.count) +
+                       " unapplied commit(s); run 'chock apply " + id +
+                       "', or --force (the commits are then kept at refs/chock/" + id + ")",
+                   "", 0};
+    if (p.count > 0) {
+      if (auto r = session_git::park(s, p.head); !r) return std::move(r).error();
+      done += "; its " + std::to_string(p.count) + " unapplied commit(s) are kept at " + session_git::parked_ref(s) +
+              " in " + s.project;
+    } else if (p.problem.empty()) {
+      // Everything reached the branch: a parked ref of this session is stale.
+      (void)git::run({"update-ref", "-d", session_git::parked_ref(s)}, git::repo_env(s.common_dir));
+    }
+  } else if (p.count > 0) {
+    if (!force)
+      return Error{"not removed: session " + id + " has " + std::to_string(p.count) +
+                       " changed path(s) not adopted since its last call; run 'chock workspace adopt " + id +
+                       "', or --force to discard them",
+                   "", 0};
+    done += "; " + std::to_string(p.count) + " changed path(s) were discarded";
+  }
+  if (auto r = fs::remove_tree(s.dir); !r) return std::move(r).error();
+  return done;
+}
+
+}  // namespace chock::workspace

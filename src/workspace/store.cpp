@@ -1,0 +1,232 @@
+#include "workspace/store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "workspace/fs.hpp"
+
+namespace chock::workspace {
+
+const char* kind_name(Kind kind) { return kind == Kind::git ? "git" : "overlay"; }
+
+Expected<std::string> data_dir() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
+  const char* home = std::getenv("HOME");
+  std::string h = home != nullptr && home[0] == '/' ? home : "";
+  if (h.empty()) {
+    if (passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) h = pw->pw_dir;
+  }
+  if (h.empty()) return Error{"find the data directory: neither XDG_DATA_HOME nor HOME is set", "", 0};
+  return h + "/.local/share/chock";
+}
+
+SessionLock::SessionLock(SessionLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+SessionLock& SessionLock::operator=(SessionLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+SessionLock::~SessionLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+std::vector<std::string> path_components(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  for (;;) {
+    std::size_t next = path.find('/', pos);
+    parts.push_back(path.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+Expected<void> validate_session_id(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 64;
+  for (std::size_t i = 0; ok && i < id.size(); ++i) {
+    char c = id[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    ok = alnum || (i > 0 && (c == '-' || c == '_'));
+  }
+  if (!ok)
+    return Error{"bad session id '" + id + "': use 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit",
+                 "", 0, Errc::bad_config};
+  return {};
+}
+
+Expected<void> validate_deny_path(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return Error{"--deny " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0, Errc::bad_config};
+  };
+  if (path.empty()) return bad("empty path");
+  if (path[0] == '/') return bad("absolute paths are refused; name a file relative to the project");
+  if (path.back() == '/') return bad("names a directory; name files");
+  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each file");
+  if (path.find('\0') != std::string::npos || path.find('\n') != std::string::npos)
+    return bad("control characters are refused");
+  for (const auto& part : path_components(path)) {
+    if (part.empty()) return bad("empty path component ('//')");
+    if (part == "..") return bad("'..' is refused; name a file inside the project");
+    if (part == ".") return bad("'.' components are refused; write the plain relative path");
+    if (part == ".git") return bad("paths inside .git are refused");
+  }
+  return {};
+}
+
+namespace {
+
+nlohmann::json to_json(const Session& s) {
+  return nlohmann::json{
+      {"id", s.id},
+      {"kind", kind_name(s.kind)},
+      {"project", s.project},
+      {"owner", s.owner},
+      {"deny", s.deny},
+      {"created", s.created},
+      {"last_run", s.last_run},
+      {"common_dir", s.common_dir},
+      {"base", s.base},
+      {"applied", s.applied},
+      {"lower", s.lower},
+      {"adopted_run", s.adopted_run},
+  };
+}
+
+}  // namespace
+
+Expected<void> save(const Session& session) {
+  return fs::write_file_atomic(session.dir + "/session.json", to_json(session).dump(2) + "\n", 0600);
+}
+
+Expected<Session> load(const std::string& id) {
+  if (auto v = validate_session_id(id); !v) return std::move(v).error();
+  auto root = store::workspaces_dir();
+  if (!root) return std::move(root).error();
+  std::string dir = *root + "/" + id;
+  auto text = fs::read_file_nofollow(dir + "/session.json", 1 << 20);
+  if (!text) {
+    if (text.error().code == ENOENT)
+      return Error{"no session '" + id + "' (chock workspace list shows the sessions)", "", 0, Errc::bad_config};
+    return std::move(text).error();
+  }
+  try {
+    auto j = nlohmann::json::parse(*text);
+    Session s;
+    s.id = j.at("id").get<std::string>();
+    if (s.id != id) return Error{"session.json names another session", dir, 0};
+    s.kind = j.at("kind").get<std::string>() == "git" ? Kind::git : Kind::overlay;
+    s.project = j.at("project").get<std::string>();
+    s.dir = dir;
+    s.owner = j.at("owner").get<uid_t>();
+    s.deny = j.at("deny").get<std::vector<std::string>>();
+    s.created = j.at("created").get<std::int64_t>();
+    s.last_run = j.at("last_run").get<std::int64_t>();
+    s.common_dir = j.at("common_dir").get<std::string>();
+    s.base = j.at("base").get<std::string>();
+    s.applied = j.at("applied").get<std::string>();
+    s.lower = j.at("lower").get<std::string>();
+    s.adopted_run = j.at("adopted_run").get<std::int64_t>();
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    return Error{std::string("read session.json: ") + e.what(), dir, 0};
+  }
+}
+
+Expected<SessionLock> lock(const Session& session, bool wait) {
+  std::string path = session.dir + "/lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return sys_error("open lock", path);
+  SessionLock held(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return held;
+  if (errno != EWOULDBLOCK || !wait) {
+    if (errno == EWOULDBLOCK)
+      return Error{"session " + session.id + " is busy (a call, an apply or a removal is running)", "", EWOULDBLOCK};
+    return sys_error("lock", path);
+  }
+  std::fprintf(stderr, "chock: waiting for session %s (another call is running in it)\n", session.id.c_str());
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return sys_error("lock", path);
+  }
+  return held;
+}
+
+namespace store {
+
+std::int64_t now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+Expected<std::string> workspaces_dir() {
+  auto data = data_dir();
+  if (!data) return data;
+  // The data directory holds the credential store too: private.
+  if (auto r = fs::make_dirs(*data, 0700); !r) return std::move(r).error();
+  std::string dir = *data + "/workspaces";
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
+  return dir;
+}
+
+Expected<Session> make_session_dir(Kind kind, const std::string& project) {
+  auto root = workspaces_dir();
+  if (!root) return std::move(root).error();
+  // 8 characters of base-32: 40 bits, and mkdir refuses a collision anyway.
+  static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    unsigned char bytes[8];
+    if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return sys_error("getrandom");
+    std::string id;
+    for (unsigned char b : bytes) id += kAlphabet[b % 32];
+    if (id[0] >= '2' && id[0] <= '9') id[0] = 'a' + static_cast<char>(bytes[0] % 26);
+    std::string dir = *root + "/" + id;
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      if (errno == EEXIST) continue;
+      return sys_error("mkdir", dir);
+    }
+    Session s;
+    s.id = id;
+    s.kind = kind;
+    s.project = project;
+    s.dir = dir;
+    s.created = now();
+    return s;
+  }
+  return Error{"make a session id: 16 collisions in a row", *root, EEXIST};
+}
+
+Expected<std::vector<std::string>> session_ids() {
+  auto root = workspaces_dir();
+  if (!root) return std::move(root).error();
+  DIR* d = ::opendir(root->c_str());
+  if (d == nullptr) return sys_error("opendir", *root);
+  std::vector<std::string> ids;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == ".." || !validate_session_id(name)) continue;
+    if (fs::exists(*root + "/" + name + "/session.json")) ids.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace store
+}  // namespace chock::workspace

@@ -1,0 +1,18 @@
+// Where sessions are kept: the data directory, ids, session.json, locks.
+#pragma once
+
+#include <string>
+
+#include "chock/workspace.hpp"
+
+namespace chock::workspace::store {
+
+// <data dir>/workspaces, made (0700) when missing.
+Expected<std::string> workspaces_dir();
+// Makes a fresh, empty session directory with a new random id.
+Expected<Session> make_session_dir(Kind kind, const std::string& project);
+// Sessions whose session.json exists, by id.
+Expected<std::vector<std::string>> session_ids();
+std::int64_t now();
+
+}  // namespace chock::workspace::store

@@ -1,0 +1,197 @@
+// The git workspace: a linked worktree whose admin and common dirs are
+// private to the session (see the layout in include/chock/workspace.hpp).
+#include <dirent.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+#include "workspace/build.hpp"
+#include "workspace/fs.hpp"
+#include "workspace/git.hpp"
+
+namespace chock::workspace::build {
+
+namespace {
+
+std::string real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) != nullptr ? std::string(buf) : std::string();
+}
+
+std::string absolute_from(const std::string& base, const std::string& p) {
+  return !p.empty() && p[0] == '/' ? p : base + "/" + p;
+}
+
+Expected<void> check_owner(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return sys_error("stat", path);
+  if (st.st_uid != ::geteuid())
+    return Error{"refusing a repository that belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " +
+                     std::to_string(::geteuid()) + "): git would run its configuration as you; run chock as its owner",
+                 path, 0, Errc::bad_config};
+  return {};
+}
+
+// The private common dir: our config, our objects, links to the rest.
+Expected<void> make_common(const Session& s, const std::string& real_common) {
+  std::string common = s.common();
+  for (const char* d : {"/objects", "/objects/info", "/objects/pack"})
+    if (auto r = fs::make_dirs(common + d); !r) return r;
+  if (auto r = fs::write_file(common + "/objects/info/alternates", "../../repo/objects\n"); !r) return r;
+  DIR* d = ::opendir(real_common.c_str());
+  if (d == nullptr) return sys_error("opendir", real_common);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != ".." && n != "config" && n != "objects") names.push_back(n);
+  }
+  ::closedir(d);
+  for (const auto& n : names) {
+    std::string link = common + "/" + n;
+    if (::symlink(("../repo/" + n).c_str(), link.c_str()) != 0) return sys_error("symlink", link);
+  }
+  // The repository format must be read from this file itself: git does not
+  // follow includes for it.
+  auto format = git::run({"config", "--file", real_common + "/config", "--get-regexp",
+                          "^(core\\.repositoryformatversion|extensions\\..*)$"});
+  if (!format) return std::move(format).error();
+  std::string config = "# Chock's private config for this session's worktree; the repository's own follows.\n";
+  std::string version = "0";
+  std::string extensions;
+  for (const auto& line : git::split(format->out, '\n')) {
+    auto sp = line.find(' ');
+    if (sp == std::string::npos) continue;
+    std::string key = line.substr(0, sp), value = line.substr(sp + 1);
+    if (key == "core.repositoryformatversion") {
+      version = value;
+    } else {
+      extensions += "\t" + key.substr(std::string("extensions.").size()) + " = " + value + "\n";
+    }
+  }
+  config += "[core]\n\trepositoryformatversion = " + version + "\n";
+  if (!extensions.empty()) config += "[extensions]\n" + extensions;
+  config += std::string("[user]\n\tname = ") + kAgentName + "\n\temail = " + kAgentEmail + "\n";
+  config += "[include]\n\tpath = ../repo/config\n";
+  // A gc inside would try to pack the read-only refs.
+  config += "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n";
+  return fs::write_file(common + "/config", config);
+}
+
+}  // namespace
+
+gid_t group_of(uid_t uid) {
+  passwd* pw = ::getpwuid(uid);
+  return pw != nullptr ? pw->pw_gid : static_cast<gid_t>(uid);
+}
+
+Expected<Project> find_project(const std::string& dir) {
+  Project p;
+  std::string start = real_path(dir);
+  if (start.empty()) return Error{"project directory", dir, errno == 0 ? ENOENT : errno, Errc::bad_config};
+  struct stat st {};
+  if (::stat(start.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Error{"project is not a directory", start, ENOTDIR, Errc::bad_config};
+  std::string cur = start;
+  for (;;) {
+    std::string dotgit = cur + "/.git";
+    struct stat g {};
+    if (::lstat(dotgit.c_str(), &g) == 0 && (S_ISDIR(g.st_mode) || S_ISREG(g.st_mode))) {
+      p.root = cur;
+      p.git = true;
+      if (S_ISDIR(g.st_mode)) {
+        p.git_dir = dotgit;
+      } else {
+        auto text = fs::read_file_nofollow(dotgit, 4096);
+        if (!text) return std::move(text).error();
+        std::string line = git::chomp(*text);
+        if (line.rfind("gitdir: ", 0) != 0) return Error{"not a gitdir file", dotgit, 0, Errc::bad_config};
+        p.git_dir = real_path(absolute_from(cur, line.substr(8)));
+        if (p.git_dir.empty()) return sys_error("gitdir of", dotgit);
+      }
+      break;
+    }
+    if (cur == "/") break;
+    cur = fs::parent_of(cur);
+    if (cur.empty()) cur = "/";
+  }
+  if (!p.git) {
+    p.root = start;
+    return p;
+  }
+  if (auto cd = fs::read_file_nofollow(p.git_dir + "/commondir", 4096); cd) {
+    p.common_dir = real_path(absolute_from(p.git_dir, git::chomp(*cd)));
+  } else {
+    p.common_dir = p.git_dir;
+  }
+  if (p.common_dir.empty()) return Error{"find the repository's common dir", p.git_dir, ENOENT};
+  if (auto r = check_owner(p.common_dir); !r) return std::move(r).error();
+  auto head = git::run({"rev-parse", "-q", "--verify", "HEAD^{commit}"}, git::repo_env(p.git_dir));
+  if (!head) return std::move(head).error();
+  if (head->ok()) p.head = git::chomp(head->out);
+  return p;
+}
+
+Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirty, Notes& notes) {
+  s.common_dir = project.common_dir;
+  s.base = project.head;
+  for (const char* d : {"/tree", "/git/admin"})
+    if (auto r = fs::make_dirs(s.dir + d); !r) return r;
+  std::string repo_link = s.dir + "/git/repo";
+  if (::symlink(project.common_dir.c_str(), repo_link.c_str()) != 0) return sys_error("symlink", repo_link);
+  if (auto r = make_common(s, project.common_dir); !r) return r;
+  std::string admin = s.admin();
+  if (auto r = fs::write_file(admin + "/HEAD", s.base + "\n"); !r) return r;
+  if (auto r = fs::write_file(admin + "/commondir", "../common\n"); !r) return r;
+  if (auto r = fs::write_file(admin + "/gitdir", project.root + "/.git\n"); !r) return r;
+
+  // Check out with git pointed at the real repository and our index; the
+  // session's config is never git's configuration on the host.
+  auto env = git::repo_env(project.common_dir, s.tree(), admin + "/index", s.objects());
+  if (auto r = git::capture({"read-tree", s.base}, env, "read the base commit into the index"); !r)
+    return std::move(r).error();
+  std::vector<std::string> tracked_denied;
+  if (!s.deny.empty()) {
+    std::vector<std::string> args{"ls-files", "-z", "--"};
+    args.insert(args.end(), s.deny.begin(), s.deny.end());
+    auto listed = git::capture(args, env, "list denied files");
+    if (!listed) return std::move(listed).error();
+    tracked_denied = git::split(*listed, '\0');
+  }
+  if (!tracked_denied.empty()) {
+    // Never written to the tree, and an agent's `commit -a` leaves them alone.
+    std::vector<std::string> args{"update-index", "--skip-worktree", "--"};
+    args.insert(args.end(), tracked_denied.begin(), tracked_denied.end());
+    if (auto r = git::capture(args, env, "mark denied files"); !r) return std::move(r).error();
+    for (const auto& t : tracked_denied)
+      notes.push_back("warning: denied file " + t +
+                      " is tracked by git: the sandbox sees the notice in its place, but its committed bytes are "
+                      "in the repository's objects, which the sandbox can read (git show HEAD:" +
+                      t + ")");
+  }
+  if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the worktree"); !r)
+    return std::move(r).error();
+  if (auto r = fs::write_file(s.tree() + "/.git", std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r)
+    return r;
+  if (allow_dirty) {
+    if (auto r = import_dirty(s, project, notes); !r) return r;
+  }
+  if (auto r = cover_denied(s, s.deny, notes); !r) return r;
+  if (::geteuid() == 0 && s.owner != 0) {
+    gid_t gid = group_of(s.owner);
+    for (const char* d : {"/tree", "/git/admin", "/git/common"})
+      if (auto r = fs::chown_tree(s.dir + d, s.owner, gid); !r) return r;
+    // chown moved every ctime: refresh the index so the first `git status`
+    // inside does not rehash the whole tree. Exit 1 only means "modified".
+    auto refreshed = git::run({"update-index", "-q", "--refresh"}, env);
+    if (!refreshed) return std::move(refreshed).error();
+    if (refreshed->status > 1) return Error{"refresh the index: " + refreshed->first_error_line(), admin, 0};
+    if (::lchown((admin + "/index").c_str(), s.owner, gid) != 0) return sys_error("chown", admin + "/index");
+  }
+  return {};
+}
+
+}  // namespace chock::workspace::build
