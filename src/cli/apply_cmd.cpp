@@ -99,7 +99,7 @@ int apply(const ApplyOptions& o) {
 
 }  // namespace
 
-void add_apply(CLI::App& app, Action& action) {
+void add_apply_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ApplyOptions>();
   CLI::App* cmd = app.add_subcommand("apply", "Bring a session's commits onto the checked-out branch");
   cmd->add_option("session", o->session, "The session (default: the one of this project with commits)");

@@ -14,11 +14,13 @@ using Action = std::function<int()>;
 // never ran), as env(1) and timeout(1) use it.
 inline constexpr int kExitChockFailed = 125;
 
+void add_sandbox_command(CLI::App& app, Action& action);
+
 // `chock run`: one tool call in the project's workspace (run_cmd.cpp).
-void add_run(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
 // `chock apply`: a session's commits onto the checked-out branch (apply_cmd.cpp).
-void add_apply(CLI::App& app, Action& action);
+void add_apply_command(CLI::App& app, Action& action);
 // `chock workspace list|remove|clear|adopt` (workspace_cmd.cpp).
-void add_workspace(CLI::App& app, Action& action);
+void add_workspace_command(CLI::App& app, Action& action);
 
 }  // namespace chock::cli

@@ -92,7 +92,7 @@ int run(const RunOptions& o) {
 
 }  // namespace
 
-void add_run(CLI::App& app, Action& action) {
+void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run one tool call in the project's workspace (a throwaway copy)");
   cmd->add_option("--project", o->project, "The project (default: the current directory)");

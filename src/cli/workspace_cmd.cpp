@@ -91,7 +91,7 @@ int adopt(const WorkspaceOptions& o) {
 
 }  // namespace
 
-void add_workspace(CLI::App& app, Action& action) {
+void add_workspace_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<WorkspaceOptions>();
   CLI::App* ws = app.add_subcommand("workspace", "List, remove and adopt sessions' workspaces");
   ws->require_subcommand(1);
