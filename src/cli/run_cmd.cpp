@@ -6,12 +6,13 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <ctime>
 #include <memory>
 
 #include "chock/sandbox.hpp"
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/outcome.hpp"
 
 namespace chock::cli {
 
@@ -46,10 +47,6 @@ std::vector<std::string> call_environment() {
   return env;
 }
 
-int fail(const std::string& message) {
-  std::fprintf(stderr, "chock: %s\n", message.c_str());
-  return kExitChockFailed;
-}
 
 int run(const RunOptions& o) {
   workspace::OpenOptions open;
@@ -58,7 +55,7 @@ int run(const RunOptions& o) {
   open.allow_dirty = o.allow_dirty;
   open.deny = o.deny;
   auto opened = workspace::open(open);
-  if (!opened) return fail(opened.error().message());
+  if (!opened) return refuse(opened.error(), o.result_file);
   workspace::Session& s = opened->session;
   for (const auto& note : opened->notes) std::fprintf(stderr, "chock: %s\n", note.c_str());
   if (opened->created)
@@ -71,23 +68,15 @@ int run(const RunOptions& o) {
   config.network = o.net == "host" ? Network::host : Network::none;
   if (o.timeout_seconds > 0)
     config.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
-  if (auto r = workspace::add_to_config(s, current_dir(), config); !r) return fail(r.error().message());
+  if (auto r = workspace::add_to_config(s, current_dir(), config); !r) return refuse(r.error(), o.result_file);
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
-  if (auto r = workspace::save(s); !r) return fail(r.error().message());
-  auto result = chock::run(config);
-  if (!result) return fail(result.error().message());
-  if (!o.result_file.empty()) {
-    std::ofstream f(o.result_file, std::ios::trunc);
-    f << result->to_json() << "\n";
-    if (!f) std::fprintf(stderr, "chock: could not write --result %s\n", o.result_file.c_str());
-  }
-  if (result->setup_failure)
-    std::fprintf(stderr, "chock: the sandbox could not be built: %s: %s%s%s\n", result->setup_failure->step.c_str(),
-                 errno_name(result->setup_failure->code), result->setup_failure->detail.empty() ? "" : " ",
-                 result->setup_failure->detail.c_str());
-  if (result->timed_out) std::fprintf(stderr, "chock: the call ran out of time and was ended\n");
-  return result->exit_status();
+  if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
+  CancelSignals cancel;
+  auto child = spawn(config);
+  if (!child) return refuse(child.error(), o.result_file);
+  Result r = child->wait(cancel.fd());
+  return finish(r, config.argv, o.result_file);
 }
 
 }  // namespace
@@ -107,6 +96,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
   cmd->add_option("command", o->argv, "The command, after --")->required();
+  cmd->positionals_at_end();
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }
 

@@ -182,6 +182,51 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
   return {};
 }
 
+// An overlay's layers are bound into the new root first (like any bind, so
+// a root caller's are cloned before privileges drop), under a hidden
+// directory: overlayfs only takes layers from the mount namespace it is made
+// in. The overlay is then made from them, in the sandbox's user namespace,
+// and the helper binds are detached again.
+Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, size_t index) {
+  std::string target = normalize_absolute(overlay.target);
+  if (target.empty() || target == "/")
+    return Error{"overlay at " + overlay.target + ": the path inside must be absolute and not /", "", 0,
+                 Errc::bad_config};
+  MountOp op = make_op(MountOp::Kind::overlay, target.substr(1), "overlay at " + target);
+  // overlayfs wants upper and work on one mount: they are bound through their parent.
+  std::string upper = normalize_absolute(overlay.upper), work = normalize_absolute(overlay.work);
+  auto parent_of = [](const std::string& p) { return p.substr(0, p.rfind('/')); };
+  if (upper.empty() || work.empty() || upper == "/" || work == "/" || parent_of(upper) != parent_of(work) ||
+      parent_of(upper).empty())
+    return Error{op.label + ": upper and work must be absolute and in the same directory", "", 0, Errc::bad_config};
+  std::string base = ".chock-overlay-" + std::to_string(index);
+  op.layers[0] = base + "/lower";
+  op.layers[1] = base + "/rw" + upper.substr(upper.rfind('/'));
+  op.layers[2] = base + "/rw" + work.substr(work.rfind('/'));
+  struct Helper {
+    std::string source, target;
+    Access access;
+    const char* name;
+  };
+  for (const Helper& h : {Helper{overlay.lower, op.layers[0], Access::read_only, "lower"},
+                          Helper{parent_of(upper), base + "/rw", Access::read_write, "upper and work in"}}) {
+    auto added = add_bind(plan, Bind{h.source, "/" + h.target, h.access}, plan.clone_now);
+    if (!added) return added;
+    MountOp& helper = plan.ops.back();
+    if (helper.file)
+      return Error{op.label + ": " + h.name + " " + h.source + ": not a directory", "", ENOTDIR, Errc::bad_config};
+    helper.landlock = false;
+    helper.label = op.label + ": " + h.name + " " + h.source;
+  }
+  op.source = overlay.lower;
+  op.read_only = false;
+  op.access = Access::read_write;
+  op.landlock = true;
+  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  plan.ops.push_back(std::move(op));
+  return {};
+}
+
 }  // namespace
 
 std::string normalize_absolute(const std::string& path) {
@@ -217,6 +262,11 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   plan.ops.back().landlock = true;
   for (const Bind& b : config.binds) {
     auto added = add_bind(plan, b, clone_now);
+    if (!added) return std::move(added).error();
+  }
+  plan.clone_now = clone_now;
+  for (size_t i = 0; i < config.overlays.size(); ++i) {
+    auto added = add_overlay(plan, config.overlays[i], i);
     if (!added) return std::move(added).error();
   }
   for (const std::string& c : config.covers) {
@@ -366,8 +416,55 @@ bool write_notice(int root) noexcept {
   return ok;
 }
 
+// The overlay filesystem over the layers already bound beneath `root`
+// (given by descriptor, or by their path from the root on a kernel that
+// takes only strings), attached at its target; then the helper binds go.
+bool mount_overlay(MountOp& op, int root) noexcept {
+  int fs = sys::fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs < 0) return false;
+  static const char* const kKeys[3] = {"lowerdir+", "upperdir", "workdir"};
+  bool ok = sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0;
+  for (int i = 0; ok && i < 3; ++i) {
+    int layer = make_target(root, op.layers[i].c_str(), false, false);
+    ok = layer >= 0;
+    if (ok && sys::fsconfig(fs, FSCONFIG_SET_FD, kKeys[i], nullptr, layer) != 0)
+      ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, i == 0 ? "lowerdir" : kKeys[i], op.layers[i].c_str(), 0) == 0;
+    if (layer >= 0) close(layer);
+  }
+  if (ok) ok = sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
+  int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
+  int err = errno;
+  close(fs);
+  if (mnt < 0) {
+    errno = err;
+    return false;
+  }
+  ok = attach(mnt, root, op);
+  err = errno;
+  close(mnt);
+  // The overlay holds private clones of its layers; the helper mounts go.
+  char helper[PATH_MAX];
+  const char* slash = std::strchr(op.layers[0].c_str(), '/');
+  size_t n = slash != nullptr ? static_cast<size_t>(slash - op.layers[0].c_str()) : 0;
+  if (ok && (n == 0 || n + 4 >= sizeof helper)) {
+    ok = false;
+    err = ENAMETOOLONG;
+  }
+  for (const char* leaf : {"/lower", "/rw", ""}) {
+    if (!ok) break;
+    std::memcpy(helper, op.layers[0].c_str(), n);
+    std::memcpy(helper + n, leaf, std::strlen(leaf) + 1);
+    ok = (*leaf == '\0' || umount2(helper, MNT_DETACH) == 0) && unlinkat(root, helper, AT_REMOVEDIR) == 0;
+    err = errno;
+  }
+  errno = err;
+  return ok;
+}
+
 bool run_op(MountOp& op, int root) noexcept {
   switch (op.kind) {
+    case MountOp::Kind::overlay:
+      return mount_overlay(op, root);
     case MountOp::Kind::bind: {
       bool ok = attach(op.source_fd, root, op);
       int err = errno;

@@ -29,6 +29,7 @@ struct MountOp {
     devpts,   // a new devpts instance
     seal,     // make the mount at `target` read-only (not recursive)
     cover,    // the deny notice over the file at `target`
+    overlay,  // a rootless overlayfs (userxattr) of the binds at `layers`, at `target`
   };
   Kind kind = Kind::bind;
   Step step = Step::mount_tree;  // reported when this operation fails
@@ -44,11 +45,13 @@ struct MountOp {
   std::string fs_mode;                // tmpfs: "mode" option
   UniqueFd detached;                  // a source cloned before the fork (root callers)
   int source_fd = -1;                 // scratch: the source's clone, made after unshare
+  std::string layers[3];              // overlay: where its lower, upper and work are bound first
 };
 
 struct MountPlan {
   std::vector<MountOp> ops;  // parents before children
   bool has_covers = false;
+  bool clone_now = false;    // sources were cloned before the fork (a root caller)
 };
 
 // Checks every source (absolute, exists, no symbolic-link component) and
