@@ -1,0 +1,53 @@
+// Real git repositories and `chock` runs for the workspace tests: every test
+// gets its own project and its own data directory.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+namespace chock::test::ws {
+
+// git with no global or system config and a fixed identity for the test's own commits.
+Output git(const std::string& dir, const std::vector<std::string>& args, const std::string& stdin_data = {});
+// git that must succeed; its stdout without the trailing newline.
+std::string git_ok(const std::string& dir, const std::vector<std::string>& args);
+
+// A project and a data directory under one TempDir.
+class Fixture {
+ public:
+  Fixture();
+  [[nodiscard]] const std::string& project() const { return project_; }
+  [[nodiscard]] const std::string& data() const { return data_; }
+  [[nodiscard]] std::string file(const std::string& rel) const { return project_ + "/" + rel; }
+  // A git repository on `main` with a.txt, b.txt and sub/c.txt committed.
+  void init_git();
+  // Plain files a.txt, b.txt and d/c.txt, no git.
+  void init_plain();
+  void commit_all(const std::string& message);
+  // `chock ARGS...` from the project, with this fixture's data directory.
+  Output chock(const std::vector<std::string>& args, const std::string& stdin_data = {}) const;
+  // `chock run [FLAGS...] -- sh -c SCRIPT`
+  Output run(const std::vector<std::string>& flags, const std::string& script) const;
+  // Every session directory lives here.
+  [[nodiscard]] std::string sessions() const { return data_ + "/chock/workspaces"; }
+
+ private:
+  TempDir dir_;
+  std::string project_;
+  std::string data_;
+};
+
+// The id in "chock: session ID (...)", or "" when it was not printed.
+std::string session_id(const Output& o);
+// Every regular file below `dir` whose bytes contain `needle` (links not followed).
+std::vector<std::string> files_containing(const std::string& dir, const std::string& needle);
+// Path -> bytes of every regular file below `dir` and the target of every link.
+std::map<std::string, std::string> snapshot(const std::string& dir);
+std::string describe(const Output& o);
+
+}  // namespace chock::test::ws
