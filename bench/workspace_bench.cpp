@@ -1,0 +1,105 @@
+// Opening a workspace for a 20,000-file project: Chock's git worktree and
+// overlay against `git worktree add` alone, side by side in one run.
+//   build/bin/workspace_bench [--benchmark_filter=...]
+// Run it as root and as an ordinary user: a root caller's workspace is
+// chowned to the run uid (git) or copied (overlay). Figures: bench/README.md.
+#include <benchmark/benchmark.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chock/workspace.hpp"
+
+extern char** environ;
+
+namespace {
+
+constexpr int kDirs = 200;
+constexpr int kFilesPerDir = 100;  // 20,000 files
+
+void sh(const std::string& command) {
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
+}
+
+struct Projects {
+  std::string root;
+  std::string git;    // a repository with 20,000 committed files
+  std::string plain;  // the same files, no git
+  Projects() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp != nullptr ? tmp : "/tmp") + "/chock-bench.XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    root = tmpl;
+    ::setenv("XDG_DATA_HOME", (root + "/data").c_str(), 1);
+    ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+    ::setenv("GIT_CONFIG_SYSTEM", "/dev/null", 1);
+    git = root + "/git";
+    plain = root + "/plain";
+    for (const std::string& p : {git, plain}) {
+      ::mkdir(p.c_str(), 0755);
+      for (int d = 0; d < kDirs; ++d) {
+        std::string dir = p + "/src" + std::to_string(d);
+        ::mkdir(dir.c_str(), 0755);
+        for (int f = 0; f < kFilesPerDir; ++f) {
+          std::ofstream(dir + "/file" + std::to_string(f) + ".c")
+              << "// file " << d << "/" << f << "\nint f" << d << "_" << f << "(void) { return " << f << "; }\n";
+        }
+      }
+    }
+    sh("cd '" + git + "' && git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b commit -qm files");
+  }
+  ~Projects() { sh("rm -rf '" + root + "'"); }
+};
+
+Projects& projects() {
+  static Projects p;
+  return p;
+}
+
+void BM_GitWorktreeAdd(benchmark::State& state) {
+  auto& p = projects();
+  int n = 0;
+  for (auto _ : state) {
+    std::string wt = p.root + "/wt" + std::to_string(n++);
+    sh("git -C '" + p.git + "' worktree add -q --detach '" + wt + "' HEAD");
+    state.PauseTiming();
+    sh("git -C '" + p.git + "' worktree remove --force '" + wt + "'");
+    state.ResumeTiming();
+  }
+}
+
+void open_and_remove(benchmark::State& state, const std::string& project) {
+  for (auto _ : state) {
+    chock::workspace::OpenOptions o;
+    o.project = project;
+    auto opened = chock::workspace::open(o);
+    if (!opened) {
+      state.SkipWithError(opened.error().message().c_str());
+      return;
+    }
+    state.PauseTiming();
+    std::string id = opened->session.id;
+    opened->lock = chock::workspace::SessionLock();
+    if (auto r = chock::workspace::remove(id, true); !r) state.SkipWithError(r.error().message().c_str());
+    state.ResumeTiming();
+  }
+}
+
+void BM_ChockGitWorkspace(benchmark::State& state) { open_and_remove(state, projects().git); }
+void BM_ChockOverlayWorkspace(benchmark::State& state) { open_and_remove(state, projects().plain); }
+
+BENCHMARK(BM_GitWorktreeAdd)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_ChockGitWorkspace)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_ChockOverlayWorkspace)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+}  // namespace
+
+BENCHMARK_MAIN();
