@@ -16,5 +16,4 @@ inline constexpr int kExitChockFailed = 125;
 
 void add_sandbox_command(CLI::App& app, Action& action);
 
-
 }  // namespace chock::cli

@@ -14,9 +14,9 @@
 namespace chock::sandbox {
 
 const char* const kMaskedProcEntries[20] = {
-    "cmdline",   "version",       "kallsyms",   "config.gz",  "kcore",      "modules",  "iomem",
-    "ioports",   "mtrr",          "sched_debug", "timer_list", "latency_stats", "interrupts", "schedstat",
-    "slabinfo",  "vmallocinfo",   "keys",       "key-users",  "sysrq-trigger", "kmsg"};
+    "cmdline",  "version",     "kallsyms",    "config.gz",  "kcore",         "modules",    "iomem",
+    "ioports",  "mtrr",        "sched_debug", "timer_list", "latency_stats", "interrupts", "schedstat",
+    "slabinfo", "vmallocinfo", "keys",        "key-users",  "sysrq-trigger", "kmsg"};
 
 const char kDenyNotice[] = "chock: this file is denied by the project. Its bytes are not in this sandbox.\n";
 
@@ -38,7 +38,7 @@ MountOp make_op(MountOp::Kind kind, std::string target, std::string label) {
   return op;
 }
 
-MountOp tmpfs_op(std::string target, const char* mode, std::uint64_t size, std::uint64_t attrs, Step step) {
+MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size, std::uint64_t attrs, Step step) {
   MountOp op = make_op(MountOp::Kind::tmpfs, target, "/" + target);
   op.step = step;
   op.fs_mode = mode;
@@ -72,13 +72,14 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
                                                         : "--ro-file";
   std::string source = normalize_absolute(bind.source);
   if (source.empty()) {
-    return Error{std::string(flag) + " " + bind.source + ": needs an absolute path without . or .. components",
-                 "", 0, Errc::bad_config};
+    return Error{
+        std::string(flag) + " " + bind.source + ": needs an absolute path without . or .. components", "", 0,
+        Errc::bad_config};
   }
   std::string target = bind.target.empty() ? source : normalize_absolute(bind.target);
   if (target.empty() || target == "/") {
-    return Error{std::string(flag) + " " + bind.source + ": the path inside must be absolute and not /", "", 0,
-                 Errc::bad_config};
+    return Error{std::string(flag) + " " + bind.source + ": the path inside must be absolute and not /", "",
+                 0, Errc::bad_config};
   }
   MountOp op = make_op(MountOp::Kind::bind, target.substr(1), std::string(flag) + " " + bind.source);
   op.source = source;
@@ -88,7 +89,8 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
   if (fstat(fd->get(), &st) != 0) return sys_error(op.label);
   op.file = !S_ISDIR(st.st_mode);
   if (bind.access == Access::read_only_file && !S_ISREG(st.st_mode)) {
-    return Error{op.label + ": --ro-file takes a regular file" + (S_ISDIR(st.st_mode) ? " (this is a directory: use --ro)" : ""),
+    return Error{op.label + ": --ro-file takes a regular file" +
+                     (S_ISDIR(st.st_mode) ? " (this is a directory: use --ro)" : ""),
                  "", 0, Errc::bad_config};
   }
   op.read_only = bind.access != Access::read_write;
@@ -96,7 +98,8 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op.read_only ? MOUNT_ATTR_RDONLY : 0);
   if (clone_now) {
-    op.detached.reset(sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    op.detached.reset(
+        sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
     if (!op.detached) return sys_error(op.label + ": clone the mount");
     if (sys::mount_setattr(op.detached.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, op.attrs, 0) != 0)
       return sys_error(op.label + ": set mount attributes");
@@ -167,8 +170,9 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
     const char* target;
     const char* text;
   };
-  for (Link l : {Link{"dev/ptmx", "pts/ptmx"}, Link{"dev/fd", "/proc/self/fd"}, Link{"dev/stdin", "/proc/self/fd/0"},
-                 Link{"dev/stdout", "/proc/self/fd/1"}, Link{"dev/stderr", "/proc/self/fd/2"}}) {
+  for (Link l :
+       {Link{"dev/ptmx", "pts/ptmx"}, Link{"dev/fd", "/proc/self/fd"}, Link{"dev/stdin", "/proc/self/fd/0"},
+        Link{"dev/stdout", "/proc/self/fd/1"}, Link{"dev/stderr", "/proc/self/fd/2"}}) {
     MountOp op = make_op(MountOp::Kind::symlink, l.target, std::string("/") + l.target);
     op.step = Step::dev;
     op.source = l.text;
@@ -213,7 +217,8 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   plan.ops.push_back(std::move(proc));
   auto d = add_dev(plan, config.tmp_size_bytes, clone_now);
   if (!d) return std::move(d).error();
-  plan.ops.push_back(tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
+  plan.ops.push_back(
+      tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
   plan.ops.back().landlock = true;
   for (const Bind& b : config.binds) {
     auto added = add_bind(plan, b, clone_now);
@@ -221,7 +226,8 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   }
   for (const std::string& c : config.covers) {
     std::string target = normalize_absolute(c);
-    if (target.empty() || target == "/") return Error{"cover " + c + ": needs an absolute path", "", 0, Errc::bad_config};
+    if (target.empty() || target == "/")
+      return Error{"cover " + c + ": needs an absolute path", "", 0, Errc::bad_config};
     MountOp op = make_op(MountOp::Kind::cover, target.substr(1), "deny " + c);
     op.step = Step::cover;
     op.file = true;
@@ -293,7 +299,8 @@ int new_filesystem(const char* type, const MountOp& op) noexcept {
   if (fs < 0) return -1;
   bool ok = true;
   if (!op.fs_mode.empty()) ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", op.fs_mode.c_str(), 0) == 0;
-  if (ok && !op.fs_size.empty()) ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", op.fs_size.c_str(), 0) == 0;
+  if (ok && !op.fs_size.empty())
+    ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", op.fs_size.c_str(), 0) == 0;
   if (ok && op.kind == MountOp::Kind::devpts) {
     ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "ptmxmode", "0666", 0) == 0 &&
          sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0620", 0) == 0;
@@ -322,8 +329,9 @@ bool cover_with(int root, const char* file, int target_dir, const char* name) no
   if (target < 0) return false;
   int clone = sys::open_tree(root, file, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   bool ok = clone >= 0 &&
-            sys::mount_setattr(clone, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                                             MOUNT_ATTR_NOEXEC, 0) == 0 &&
+            sys::mount_setattr(clone, "", AT_EMPTY_PATH,
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               0) == 0 &&
             sys::move_mount(clone, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
   int err = errno;
   if (clone >= 0) close(clone);
@@ -448,7 +456,8 @@ bool run_op(MountOp& op, int root) noexcept {
 
 bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
   // Nothing we mount may propagate back to the host.
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(failure, Step::mount_private, -1);
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return fail(failure, Step::mount_private, -1);
 
   // Every source is opened before the new root hides the host's paths.
   for (size_t i = 0; i < plan.ops.size(); ++i) {

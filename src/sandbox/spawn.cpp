@@ -98,20 +98,24 @@ Expected<void> prepare_command(const Config& config, Launch& l) {
   for (auto& e : l.env_storage) l.envp.push_back(e.data());
   l.envp.push_back(nullptr);
   l.cwd = sandbox::normalize_absolute(config.cwd);
-  if (l.cwd.empty()) return Error{"--cwd " + config.cwd + ": needs an absolute path", "", 0, Errc::bad_config};
+  if (l.cwd.empty())
+    return Error{"--cwd " + config.cwd + ": needs an absolute path", "", 0, Errc::bad_config};
   l.pass_stdin = config.pass_stdin;
   return {};
 }
 
 // ---- after the fork ----------------------------------------------------------
 
-void report_failure(int channel, const StepFailure& f) noexcept { sandbox::fail_step(channel, f); }
+void report_failure(int channel, const StepFailure& f) noexcept {
+  sandbox::fail_step(channel, f);
+}
 
 // Closes every descriptor but those in the sorted `keep` list.
 bool close_all_but(const std::vector<int>& keep) noexcept {
   unsigned next = 0;
   for (int fd : keep) {
-    if (static_cast<unsigned>(fd) > next && sys::close_range(next, static_cast<unsigned>(fd) - 1, 0) != 0) return false;
+    if (static_cast<unsigned>(fd) > next && sys::close_range(next, static_cast<unsigned>(fd) - 1, 0) != 0)
+      return false;
     next = static_cast<unsigned>(fd) + 1;
   }
   return sys::close_range(next, ~0U, 0) == 0;
@@ -133,7 +137,8 @@ void reset_signals() noexcept {
   for (auto& candidate : l.candidates) {
     execve(candidate.c_str(), l.argv.data(), l.envp.data());
     // Like execvp: a missing entry moves on; a refusal is remembered.
-    if (errno == EACCES) saved = EACCES;
+    if (errno == EACCES)
+      saved = EACCES;
     else if (errno != ENOENT && errno != ENOTDIR) {
       saved = errno;
       break;
@@ -360,10 +365,13 @@ Result Child::wait(int cancel_fd) {
   auto deadline = s.timeout ? std::optional(s.start + *s.timeout) : std::nullopt;
   bool channel_open = true;
   for (;;) {
-    pollfd fds[3] = {{s.middle.get(), POLLIN, 0}, {channel_open ? s.channel.get() : -1, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    pollfd fds[3] = {{s.middle.get(), POLLIN, 0},
+                     {channel_open ? s.channel.get() : -1, POLLIN, 0},
+                     {cancel_fd, POLLIN, 0}};
     int wait_ms = -1;
     if (deadline && !s.killed) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
       wait_ms = static_cast<int>(std::max<long long>(0, left.count() + 1));
     }
     int n = poll(fds, cancel_fd >= 0 ? 3 : 2, wait_ms);
@@ -390,9 +398,12 @@ Result Child::wait(int cancel_fd) {
   s.result.duration = std::chrono::steady_clock::now() - s.start;
   if (!s.got_status && !s.result.setup_failure && !s.result.exec_error) {
     // Killed before the keeper could say anything (a cancel, a timeout).
-    if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) s.result.signal = info.si_status;
-    else if (s.killed) s.result.signal = SIGKILL;
-    else s.result.exit_code = info.si_status;
+    if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
+      s.result.signal = info.si_status;
+    else if (s.killed)
+      s.result.signal = SIGKILL;
+    else
+      s.result.exit_code = info.si_status;
   }
   return s.result;
 }
@@ -412,7 +423,8 @@ Expected<Child> spawn(const Config& config) {
   if (!l.dev_null) return sys_error("open", "/dev/null");
 
   int pair[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sys_error("socketpair for the report channel");
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+    return sys_error("socketpair for the report channel");
   UniqueFd parent_end(pair[0]);
   l.channel.reset(pair[1]);
 
