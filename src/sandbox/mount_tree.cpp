@@ -38,7 +38,8 @@ MountOp make_op(MountOp::Kind kind, std::string target, std::string label) {
   return op;
 }
 
-MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size, std::uint64_t attrs, Step step) {
+MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size, std::uint64_t attrs,
+                 Step step) {
   MountOp op = make_op(MountOp::Kind::tmpfs, target, "/" + target);
   op.step = step;
   op.fs_mode = mode;
