@@ -26,6 +26,18 @@ struct Bind {
   Access access = Access::read_only;
 };
 
+// An overlay the sandbox mounts (overlayfs with `userxattr`, so it needs no
+// privilege): `lower` read-only, `upper` and `work` writable host directories
+// on one file system, all opened as the caller before privileges drop;
+// mounted read-write at `target` (absolute, inside) after the binds. The
+// workspace of a project that is not a git repository is one of these.
+struct Overlay {
+  std::string lower;
+  std::string upper;
+  std::string work;
+  std::string target;
+};
+
 // A Landlock rule: a path inside the sandbox and the grant set beneath it.
 struct Grant {
   std::string path;
@@ -61,6 +73,7 @@ struct Config {
   std::vector<std::string> argv;                // argv[0] is looked up on PATH inside
   std::optional<std::vector<std::string>> env;  // "K=V" entries; nullopt: the caller's
   std::vector<Bind> binds;                      // applied in order, parents first
+  std::vector<Overlay> overlays;                // mounted after the binds, in order
   bool toolchain = true;                        // /usr /bin /lib* /sbin /etc read-only
   std::vector<std::string> covers;              // files inside replaced by the deny notice
   std::string cwd = "/";

@@ -28,6 +28,22 @@ constexpr const char* kEmptyFile = ".chock-empty";
 constexpr const char* kNoticeFile = ".chock-notice";
 constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
+// A detached overlayfs mount, or -1 with errno. System calls only.
+int make_overlay(const MountOp& op) noexcept {
+  int fs = sys::fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs < 0) return -1;
+  bool ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", op.source.c_str(), 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", op.upper.c_str(), 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_STRING, "workdir", op.work.c_str(), 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
+  int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
+  int err = errno;
+  close(fs);
+  errno = err;
+  return mnt;
+}
+
 // ---- before the fork -------------------------------------------------------
 
 MountOp make_op(MountOp::Kind kind, std::string target, std::string label) {
@@ -104,6 +120,39 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
     if (!op.detached) return sys_error(op.label + ": clone the mount");
     if (sys::mount_setattr(op.detached.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, op.attrs, 0) != 0)
       return sys_error(op.label + ": set mount attributes");
+  }
+  plan.ops.push_back(std::move(op));
+  return {};
+}
+
+// The overlay's paths are checked like bind sources; the file system is made
+// (and its paths resolved) by whoever can reach them: the root caller here,
+// an unprivileged caller's program after unshare.
+Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_now) {
+  const std::string label = "overlay at " + overlay.target;
+  MountOp op = make_op(MountOp::Kind::overlay, {}, label);
+  std::string target = normalize_absolute(overlay.target);
+  if (target.empty() || target == "/")
+    return Error{label + ": the path inside must be absolute and not /", "", 0, Errc::bad_config};
+  op.target = target.substr(1);
+  std::string* fields[] = {&op.source, &op.upper, &op.work};
+  const std::string* given[] = {&overlay.lower, &overlay.upper, &overlay.work};
+  for (int i = 0; i < 3; ++i) {
+    *fields[i] = normalize_absolute(*given[i]);
+    // The option strings separate layers with ':' and options with ','.
+    if (fields[i]->empty() || fields[i]->find_first_of(":,\\") != std::string::npos)
+      return Error{label + ": " + *given[i] + ": needs an absolute path without : , or \\", "", 0,
+                   Errc::bad_config};
+    auto fd = open_source(*fields[i], label + " (" + *fields[i] + ")");
+    if (!fd) return std::move(fd).error();
+  }
+  op.read_only = false;
+  op.access = Access::read_write;
+  op.landlock = true;
+  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (clone_now) {
+    op.detached.reset(make_overlay(op));
+    if (!op.detached) return sys_error(label + ": mount overlayfs (lower " + op.source + ")");
   }
   plan.ops.push_back(std::move(op));
   return {};
@@ -223,6 +272,10 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   plan.ops.back().landlock = true;
   for (const Bind& b : config.binds) {
     auto added = add_bind(plan, b, clone_now);
+    if (!added) return std::move(added).error();
+  }
+  for (const Overlay& o : config.overlays) {
+    auto added = add_overlay(plan, o, clone_now);
     if (!added) return std::move(added).error();
   }
   for (const std::string& c : config.covers) {
@@ -377,7 +430,8 @@ bool write_notice(int root) noexcept {
 
 bool run_op(MountOp& op, int root) noexcept {
   switch (op.kind) {
-    case MountOp::Kind::bind: {
+    case MountOp::Kind::bind:
+    case MountOp::Kind::overlay: {
       bool ok = attach(op.source_fd, root, op);
       int err = errno;
       close(op.source_fd);
@@ -463,9 +517,14 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
   // Every source is opened before the new root hides the host's paths.
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     MountOp& op = plan.ops[i];
-    if (op.kind != MountOp::Kind::bind) continue;
+    if (op.kind != MountOp::Kind::bind && op.kind != MountOp::Kind::overlay) continue;
     if (op.detached) {
       op.source_fd = op.detached.release();
+      continue;
+    }
+    if (op.kind == MountOp::Kind::overlay) {
+      op.source_fd = make_overlay(op);
+      if (op.source_fd < 0) return fail(failure, Step::mount_tree, static_cast<int>(i));
       continue;
     }
     int path = sys::openat2(AT_FDCWD, op.source.c_str(), O_PATH | O_CLOEXEC, 0, kResolveSafe);

@@ -282,10 +282,14 @@ struct Child::State {
   bool got_status = false;
 
   void kill_tree() noexcept {
-    // SIGKILL to pid 1 of the namespace ends every process in it; the
-    // middle's death takes the keeper with it if its pidfd has not arrived.
-    if (keeper) sys::pidfd_send_signal(keeper.get(), SIGKILL);
-    if (middle) sys::pidfd_send_signal(middle.get(), SIGKILL);
+    // SIGKILL to pid 1 of the namespace ends every process in it, and the
+    // middle then exits on its own. Before the keeper's pidfd has arrived,
+    // the middle's death takes the keeper with it (its death signal).
+    if (keeper) {
+      sys::pidfd_send_signal(keeper.get(), SIGKILL);
+    } else if (middle) {
+      sys::pidfd_send_signal(middle.get(), SIGKILL);
+    }
     killed = true;
   }
 
@@ -391,6 +395,13 @@ Result Child::wait(int cancel_fd) {
     if (fds[0].revents != 0) break;
   }
   while (s.read_record()) {
+  }
+  if (s.keeper) {
+    // The keeper's pidfd reads as exited only once pid 1's exit has taken
+    // every other process of its namespace: after this, nothing of the call runs.
+    pollfd keeper{s.keeper.get(), POLLIN, 0};
+    while (poll(&keeper, 1, -1) < 0 && errno == EINTR) {
+    }
   }
   siginfo_t info{};
   waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.middle.get()), &info, WEXITED);

@@ -347,3 +347,47 @@ TEST(Symlinks, MountTargetThroughAPlantedLinkIsRefused) {
 
 }  // namespace
 }  // namespace chock
+
+namespace chock {
+namespace {
+
+// A non-git workspace: writes land in the upper layer, never in the lower.
+TEST(Overlay, WritesLandInTheUpperLayerNotTheLower) {
+  test::TempDir dir;
+  for (const char* d : {"lower", "upper", "work"}) ASSERT_EQ(mkdir((dir / d).c_str(), 0755), 0);
+  test::write_file(dir / "lower/a.txt", "original\n");
+  if (test::running_as_root()) {
+    // A root caller's call runs as 65534; its layers belong to that uid.
+    for (const char* p : {"lower", "lower/a.txt", "upper", "work"})
+      ASSERT_EQ(chown((dir / p).c_str(), 65534, 65534), 0);
+  }
+  Config c;
+  c.argv = {"sh", "-c",
+            "echo changed > " + dir / "project/a.txt" + " && echo new > " + dir / "project/b.txt" +
+                " && cat " + dir / "project/a.txt"};
+  c.overlays.push_back(Overlay{dir / "lower", dir / "upper", dir / "work", dir / "project"});
+  auto r = run(c);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_FALSE(r->setup_failure) << r->setup_failure->step << " " << errno_name(r->setup_failure->code) << " "
+                                 << r->setup_failure->detail;
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(test::read_file(dir / "lower/a.txt"), "original\n");
+  EXPECT_FALSE(test::exists(dir / "lower/b.txt"));
+  EXPECT_EQ(test::read_file(dir / "upper/a.txt"), "changed\n");
+  EXPECT_EQ(test::read_file(dir / "upper/b.txt"), "new\n");
+}
+
+TEST(Overlay, LayerPathThroughALinkIsRefused) {
+  test::TempDir dir;
+  for (const char* d : {"lower", "upper", "work"}) ASSERT_EQ(mkdir((dir / d).c_str(), 0755), 0);
+  ASSERT_EQ(symlink((dir / "lower").c_str(), (dir / "link").c_str()), 0);
+  Config c;
+  c.argv = {"/bin/true"};
+  c.overlays.push_back(Overlay{dir / "link", dir / "upper", dir / "work", dir / "project"});
+  auto r = run(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("symbolic link"), std::string::npos) << r.error().message();
+}
+
+}  // namespace
+}  // namespace chock
