@@ -13,8 +13,8 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,44 +37,110 @@ namespace {
 const char* g_self = nullptr;  // argv[0], the path this program was started by
 
 // 0 when rc says success, else errno.
-int answer(long rc) { return rc >= 0 ? 0 : errno; }
+int answer(long rc) {
+  return rc >= 0 ? 0 : errno;
+}
 
 // The 31 killed calls, each with arguments that do nothing harmful if the
 // filter is missing (removing the defence must not reboot the test machine).
-int call_unshare() { return answer(syscall(SYS_unshare, 0)); }
-int call_setns() { return answer(syscall(SYS_setns, -1, 0)); }
-int call_mount() { return answer(syscall(SYS_mount, nullptr, nullptr, nullptr, 0, nullptr)); }
-int call_umount2() { return answer(syscall(SYS_umount2, nullptr, 0)); }
-int call_move_mount() { return answer(syscall(SYS_move_mount, -1, nullptr, -1, nullptr, 0)); }
-int call_open_tree() { return answer(syscall(SYS_open_tree, -1, nullptr, 0)); }
-int call_fsopen() { return answer(syscall(SYS_fsopen, nullptr, 0)); }
-int call_fsconfig() { return answer(syscall(SYS_fsconfig, -1, 0, nullptr, nullptr, 0)); }
-int call_fsmount() { return answer(syscall(SYS_fsmount, -1, 0, 0)); }
-int call_fspick() { return answer(syscall(SYS_fspick, -1, nullptr, 0)); }
-int call_mount_setattr() { return answer(syscall(SYS_mount_setattr, -1, nullptr, 0, nullptr, 0)); }
-int call_open_tree_attr() { return answer(syscall(SYS_open_tree_attr, -1, nullptr, 0, nullptr, 0)); }
-int call_pivot_root() { return answer(syscall(SYS_pivot_root, nullptr, nullptr)); }
-int call_chroot() { return answer(syscall(SYS_chroot, nullptr)); }
-int call_init_module() { return answer(syscall(SYS_init_module, nullptr, 0, nullptr)); }
-int call_finit_module() { return answer(syscall(SYS_finit_module, -1, nullptr, 0)); }
-int call_delete_module() { return answer(syscall(SYS_delete_module, nullptr, 0)); }
-int call_kexec_load() { return answer(syscall(SYS_kexec_load, 0, 0, nullptr, 0xffffffffUL)); }
-int call_kexec_file_load() { return answer(syscall(SYS_kexec_file_load, -1, -1, 0, nullptr, 0xffffffffUL)); }
-int call_add_key() { return answer(syscall(SYS_add_key, nullptr, nullptr, nullptr, 0, 0)); }
-int call_keyctl() { return answer(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)); }
-int call_request_key() { return answer(syscall(SYS_request_key, nullptr, nullptr, nullptr, 0)); }
-int call_ptrace() { return answer(syscall(SYS_ptrace, -1L, 0, 0, 0)); }
-int call_process_vm_readv() { return answer(syscall(SYS_process_vm_readv, getpid(), nullptr, 0, nullptr, 0, 0)); }
-int call_process_vm_writev() { return answer(syscall(SYS_process_vm_writev, getpid(), nullptr, 0, nullptr, 0, 0)); }
-int call_bpf() { return answer(syscall(SYS_bpf, -1, nullptr, 0)); }
-int call_userfaultfd() { return answer(syscall(SYS_userfaultfd, ~0U)); }
-int call_reboot() { return answer(syscall(SYS_reboot, 0, 0, 0, nullptr)); }
-int call_syslog() { return answer(syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0)); }
-int call_sethostname() { return answer(syscall(SYS_sethostname, "x", -1)); }
-int call_open_by_handle_at() { return answer(syscall(SYS_open_by_handle_at, -1, nullptr, 0)); }
+int call_unshare() {
+  return answer(syscall(SYS_unshare, 0));
+}
+int call_setns() {
+  return answer(syscall(SYS_setns, -1, 0));
+}
+int call_mount() {
+  return answer(syscall(SYS_mount, nullptr, nullptr, nullptr, 0, nullptr));
+}
+int call_umount2() {
+  return answer(syscall(SYS_umount2, nullptr, 0));
+}
+int call_move_mount() {
+  return answer(syscall(SYS_move_mount, -1, nullptr, -1, nullptr, 0));
+}
+int call_open_tree() {
+  return answer(syscall(SYS_open_tree, -1, nullptr, 0));
+}
+int call_fsopen() {
+  return answer(syscall(SYS_fsopen, nullptr, 0));
+}
+int call_fsconfig() {
+  return answer(syscall(SYS_fsconfig, -1, 0, nullptr, nullptr, 0));
+}
+int call_fsmount() {
+  return answer(syscall(SYS_fsmount, -1, 0, 0));
+}
+int call_fspick() {
+  return answer(syscall(SYS_fspick, -1, nullptr, 0));
+}
+int call_mount_setattr() {
+  return answer(syscall(SYS_mount_setattr, -1, nullptr, 0, nullptr, 0));
+}
+int call_open_tree_attr() {
+  return answer(syscall(SYS_open_tree_attr, -1, nullptr, 0, nullptr, 0));
+}
+int call_pivot_root() {
+  return answer(syscall(SYS_pivot_root, nullptr, nullptr));
+}
+int call_chroot() {
+  return answer(syscall(SYS_chroot, nullptr));
+}
+int call_init_module() {
+  return answer(syscall(SYS_init_module, nullptr, 0, nullptr));
+}
+int call_finit_module() {
+  return answer(syscall(SYS_finit_module, -1, nullptr, 0));
+}
+int call_delete_module() {
+  return answer(syscall(SYS_delete_module, nullptr, 0));
+}
+int call_kexec_load() {
+  return answer(syscall(SYS_kexec_load, 0, 0, nullptr, 0xffffffffUL));
+}
+int call_kexec_file_load() {
+  return answer(syscall(SYS_kexec_file_load, -1, -1, 0, nullptr, 0xffffffffUL));
+}
+int call_add_key() {
+  return answer(syscall(SYS_add_key, nullptr, nullptr, nullptr, 0, 0));
+}
+int call_keyctl() {
+  return answer(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
+}
+int call_request_key() {
+  return answer(syscall(SYS_request_key, nullptr, nullptr, nullptr, 0));
+}
+int call_ptrace() {
+  return answer(syscall(SYS_ptrace, -1L, 0, 0, 0));
+}
+int call_process_vm_readv() {
+  return answer(syscall(SYS_process_vm_readv, getpid(), nullptr, 0, nullptr, 0, 0));
+}
+int call_process_vm_writev() {
+  return answer(syscall(SYS_process_vm_writev, getpid(), nullptr, 0, nullptr, 0, 0));
+}
+int call_bpf() {
+  return answer(syscall(SYS_bpf, -1, nullptr, 0));
+}
+int call_userfaultfd() {
+  return answer(syscall(SYS_userfaultfd, ~0U));
+}
+int call_reboot() {
+  return answer(syscall(SYS_reboot, 0, 0, 0, nullptr));
+}
+int call_syslog() {
+  return answer(syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0));
+}
+int call_sethostname() {
+  return answer(syscall(SYS_sethostname, "x", -1));
+}
+int call_open_by_handle_at() {
+  return answer(syscall(SYS_open_by_handle_at, -1, nullptr, 0));
+}
 
 // The x32 ABI's getpid: harmless, but no x32 call may pass.
-int call_x32_getpid() { return answer(syscall(0x40000000L | SYS_getpid)); }
+int call_x32_getpid() {
+  return answer(syscall(0x40000000L | SYS_getpid));
+}
 // i386's getpid through int 0x80: a foreign architecture. The kernel ends a
 // process with SIGSEGV here when it has no IA32 emulation.
 int call_i386_getpid() {
@@ -83,7 +149,9 @@ int call_i386_getpid() {
   return rc >= 0 ? 0 : static_cast<int>(-rc);
 }
 
-int call_exit_zero() { return 0; }
+int call_exit_zero() {
+  return 0;
+}
 
 // A file with no path at all, run by descriptor: a copy of this program.
 int call_execveat_empty_path() {
@@ -111,21 +179,31 @@ int call_execveat_path() {
   char* argv[] = {arg0, arg1, nullptr};
   return answer(syscall(SYS_execveat, dirfd, g_self + slash + 1, argv, environ, 0));
 }
-int call_memfd_create() { return answer(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC)); }
+int call_memfd_create() {
+  return answer(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC));
+}
 
-int call_socket_vsock() { return answer(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0)); }
+int call_socket_vsock() {
+  return answer(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+}
 // The kernel reads the domain as an int: the high half must not hide AF_VSOCK.
 int call_socket_vsock_high_bits() {
   return answer(syscall(SYS_socket, (1UL << 32) | AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
 }
-int call_socket_unix() { return answer(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)); }
+int call_socket_unix() {
+  return answer(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+}
 
 int call_io_uring_setup() {
   io_uring_params params{};
   return answer(syscall(SYS_io_uring_setup, 4, &params));
 }
-int call_io_uring_enter() { return answer(syscall(SYS_io_uring_enter, -1, 1, 0, 0, nullptr, 0)); }
-int call_io_uring_register() { return answer(syscall(SYS_io_uring_register, -1, 0, nullptr, 0)); }
+int call_io_uring_enter() {
+  return answer(syscall(SYS_io_uring_enter, -1, 1, 0, 0, nullptr, 0));
+}
+int call_io_uring_register() {
+  return answer(syscall(SYS_io_uring_register, -1, 0, nullptr, 0));
+}
 // What libuv does: probe, be refused, carry on.
 int call_io_uring_then_carry_on() {
   const int setup = call_io_uring_setup();
@@ -141,9 +219,13 @@ int call_io_uring_then_carry_on() {
 }
 
 constexpr std::size_t kPage = 4096;
-void* map(int prot) { return mmap(nullptr, kPage, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); }
+void* map(int prot) {
+  return mmap(nullptr, kPage, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
 
-int call_mmap_rwx() { return map(PROT_READ | PROT_WRITE | PROT_EXEC) == MAP_FAILED ? errno : 0; }
+int call_mmap_rwx() {
+  return map(PROT_READ | PROT_WRITE | PROT_EXEC) == MAP_FAILED ? errno : 0;
+}
 // The same, high bits set in prot, which the kernel ignores.
 int call_mmap_rwx_high_bits() {
   return answer(syscall(SYS_mmap, nullptr, kPage, (1UL << 32) | PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -178,29 +260,49 @@ int call_rwx_page_runs() {
   return 0;
 }
 
-int call_personality_read_implies_exec() { return answer(syscall(SYS_personality, READ_IMPLIES_EXEC)); }
-int call_personality_query() { return answer(syscall(SYS_personality, 0xffffffffUL)); }
+int call_personality_read_implies_exec() {
+  return answer(syscall(SYS_personality, READ_IMPLIES_EXEC));
+}
+int call_personality_query() {
+  return answer(syscall(SYS_personality, 0xffffffffUL));
+}
 
 int shmat_with(int flags) {
-  int id = shmget(IPC_PRIVATE, kPage, IPC_CREAT | 0600);
+  int id = shmget(IPC_PRIVATE, kPage, IPC_CREAT | 0700);  // SHM_EXEC needs the x bit
   if (id < 0) return 200;
   void* p = shmat(id, nullptr, flags);
-  const int result = p == reinterpret_cast<void*>(-1) ? errno : 0;
+  const int result = reinterpret_cast<std::intptr_t>(p) == -1 ? errno : 0;
   shmctl(id, IPC_RMID, nullptr);
   return result;
 }
-int call_shmat_exec() { return shmat_with(SHM_EXEC); }
-int call_shmat_plain() { return shmat_with(0); }
+int call_shmat_exec() {
+  return shmat_with(SHM_EXEC);
+}
+int call_shmat_plain() {
+  return shmat_with(0);
+}
 
 // Landlock cases: the path (or two) comes after the case name.
 const char* g_path = nullptr;
 const char* g_path2 = nullptr;
-int call_create_file() { return answer(open(g_path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)); }
-int call_read_file() { return answer(open(g_path, O_RDONLY | O_CLOEXEC)); }
-int call_truncate() { return answer(truncate(g_path, 0)); }
-int call_rename() { return answer(rename(g_path, g_path2)); }
-int call_mknod_char() { return answer(mknod(g_path, S_IFCHR | 0600, makedev(1, 3))); }
-int call_mknod_fifo() { return answer(mknod(g_path, S_IFIFO | 0600, 0)); }
+int call_create_file() {
+  return answer(open(g_path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+}
+int call_read_file() {
+  return answer(open(g_path, O_RDONLY | O_CLOEXEC));
+}
+int call_truncate() {
+  return answer(truncate(g_path, 0));
+}
+int call_rename() {
+  return answer(rename(g_path, g_path2));
+}
+int call_mknod_char() {
+  return answer(mknod(g_path, S_IFCHR | 0600, makedev(1, 3)));
+}
+int call_mknod_fifo() {
+  return answer(mknod(g_path, S_IFIFO | 0600, 0));
+}
 
 struct Case {
   const char* name;
@@ -208,7 +310,8 @@ struct Case {
   int paths = 0;
 };
 
-#define CASE(name) {#name, call_##name}
+#define CASE(name) \
+  { #name, call_##name }
 const Case kCases[] = {
     CASE(unshare),
     CASE(setns),

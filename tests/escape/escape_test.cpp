@@ -31,14 +31,37 @@ struct Row {
 std::vector<Row> rows() {
   std::vector<Row> out;
   // The 31: each dies, with and without --allow-jit.
-  for (const char* call :
-       {"unshare",        "setns",           "mount",         "umount2",          "move_mount",
-        "open_tree",      "fsopen",          "fsconfig",      "fsmount",          "fspick",
-        "mount_setattr",  "open_tree_attr",  "pivot_root",    "chroot",           "init_module",
-        "finit_module",   "delete_module",   "kexec_load",    "kexec_file_load",  "add_key",
-        "keyctl",         "request_key",     "ptrace",        "process_vm_readv", "process_vm_writev",
-        "bpf",            "userfaultfd",     "reboot",        "syslog",           "sethostname",
-        "open_by_handle_at"}) {
+  for (const char* call : {"unshare",
+                           "setns",
+                           "mount",
+                           "umount2",
+                           "move_mount",
+                           "open_tree",
+                           "fsopen",
+                           "fsconfig",
+                           "fsmount",
+                           "fspick",
+                           "mount_setattr",
+                           "open_tree_attr",
+                           "pivot_root",
+                           "chroot",
+                           "init_module",
+                           "finit_module",
+                           "delete_module",
+                           "kexec_load",
+                           "kexec_file_load",
+                           "add_key",
+                           "keyctl",
+                           "request_key",
+                           "ptrace",
+                           "process_vm_readv",
+                           "process_vm_writev",
+                           "bpf",
+                           "userfaultfd",
+                           "reboot",
+                           "syslog",
+                           "sethostname",
+                           "open_by_handle_at"}) {
     out.push_back({call, false, kKilled});
     out.push_back({call, true, kKilled});
   }

@@ -37,15 +37,18 @@ class LandlockThroughLibrary : public ::testing::Test {
     config.argv.insert(config.argv.end(), paths.begin(), paths.end());
     config.binds = {Bind{stage_dir(), "", Access::read_only}, Bind{ws_.path(), "", Access::read_write}};
     config.landlock_grants = std::vector<Grant>{
-        {"/usr", Access::read_only},       {"/etc", Access::read_only},
-        {stage_dir(), Access::read_only},  {ws_ / "granted", Access::read_write},
-        {ws_ / "granted2", Access::read_write}, {ws_ / "ro", Access::read_only},
+        {"/usr", Access::read_only},
+        {"/etc", Access::read_only},
+        {stage_dir(), Access::read_only},
+        {ws_ / "granted", Access::read_write},
+        {ws_ / "granted2", Access::read_write},
+        {ws_ / "ro", Access::read_only},
     };
     auto result = run(config);
     EXPECT_TRUE(result) << (result ? "" : result.error().message());
     if (!result) return Result{};
-    EXPECT_FALSE(result->setup_failure) << result->setup_failure->step << ": "
-                                        << result->setup_failure->detail;
+    EXPECT_FALSE(result->setup_failure)
+        << result->setup_failure->step << ": " << result->setup_failure->detail;
     EXPECT_GT(result->landlock.abi, 0);
     return *result;
   }
@@ -53,7 +56,9 @@ class LandlockThroughLibrary : public ::testing::Test {
   TempDir ws_{"chock-landlock-lib"};
 };
 
-int status(const Result& r) { return r.exit_status(); }
+int status(const Result& r) {
+  return r.exit_status();
+}
 
 TEST_F(LandlockThroughLibrary, WriteOutsideTheGrantsIsEacces) {
   EXPECT_EQ(status(attack("create_file", {ws_ / "outside.txt"})), EACCES);
