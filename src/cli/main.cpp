@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "chock 0.1.0");
   chock::cli::Action action;
-  // Subcommands register here.
+  chock::cli::add_sandbox_command(app, action);
 
   try {
     app.parse(argc, argv);
