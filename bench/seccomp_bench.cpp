@@ -28,8 +28,9 @@
 namespace {
 
 void getppid_call(benchmark::State& state) {
-  for (auto _ : state)
-    benchmark::DoNotOptimize(syscall(SYS_getppid));  // NOLINT(clang-analyzer-deadcode.DeadStores)
+  for (auto _ : state) {  // NOLINT(clang-analyzer-deadcode.DeadStores)
+    benchmark::DoNotOptimize(syscall(SYS_getppid));
+  }
 }
 
 void mmap_munmap_pair(benchmark::State& state) {
