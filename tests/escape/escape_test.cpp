@@ -162,6 +162,24 @@ TEST_P(Sandbox, EndsAsTheSpecSays) {
 
 INSTANTIATE_TEST_SUITE_P(Seccomp, Sandbox, ::testing::ValuesIn(rows()), row_name);
 
+// A kernel without Landlock is a refusal to run, never a quiet downgrade:
+// landlock_create_ruleset answers ENOSYS to chock here, as it would there.
+TEST(NoLandlock, IsARefusalToRun) {
+  const std::vector<std::string> call = {chock_binary(), "sandbox",         "--ro",     stage_dir(),
+                                         "--",           program("attack"), "exit_zero"};
+  const Output with = run_process(call);
+  ASSERT_EQ(with.status, 0) << "the neighbour, with Landlock: " << describe(with);
+  std::vector<std::string> hidden = {program("filter-exec"), "--hide-landlock", "--"};
+  hidden.insert(hidden.end(), call.begin(), call.end());
+  const Output without = run_process(hidden);
+  EXPECT_EQ(without.status, 125) << describe(without);
+  EXPECT_EQ(without.err.rfind(
+                "chock: Landlock is not available on this kernel (landlock_create_ruleset: ENOSYS", 0),
+            0U)
+      << describe(without);
+  EXPECT_EQ(without.out.find("attack exit_zero"), std::string::npos) << "the command must not have run";
+}
+
 // A foreign architecture: i386 calls through int 0x80. Only where the kernel
 // runs i386 code at all; elsewhere the CPU fault ends the program first.
 TEST(ForeignArchitecture, I386CallDies) {

@@ -2,6 +2,11 @@
 // Installs Chock's seccomp filter the way the sandbox's child does (NO_NEW_PRIVS,
 // a fresh session keyring, the filter) and execs PROGRAM, with no other layer.
 // The escape suite uses it to prove the filter on its own.
+//
+// filter-exec --hide-landlock -- PROGRAM [ARGS...]
+// Instead makes landlock_create_ruleset answer ENOSYS, as on a kernel without
+// Landlock, and execs PROGRAM (chock itself) with nothing else changed.
+#include <seccomp.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -12,9 +17,33 @@
 #include "chock/error.hpp"
 #include "sandbox/seccomp.hpp"
 
+namespace {
+
+int hide_landlock_and_exec(char** command) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr ||
+      seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) != 0 ||
+      seccomp_load(ctx) != 0) {
+    std::fprintf(stderr, "filter-exec: could not hide Landlock\n");
+    return 125;
+  }
+  seccomp_release(ctx);
+  execv(command[0], command);
+  std::fprintf(stderr, "filter-exec: exec %s: %s\n", command[0], chock::errno_name(errno));
+  return 127;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   bool allow_jit = false;
   int first = 1;
+  if (first < argc && std::strcmp(argv[first], "--hide-landlock") == 0) {
+    ++first;
+    if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
+    if (first >= argc) return 125;
+    return hide_landlock_and_exec(argv + first);
+  }
   if (first < argc && std::strcmp(argv[first], "--allow-jit") == 0) {
     allow_jit = true;
     ++first;
