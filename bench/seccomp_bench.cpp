@@ -8,6 +8,7 @@
 // several rounds so drift on a shared machine hits them all alike; the table
 // at the end gives the best round of each and the overhead against "none".
 #include <benchmark/benchmark.h>
+#include <linux/audit.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../tests/unit/bpf_interpreter.hpp"  // path lengths, from the unit tests' interpreter
 #include "sandbox/seccomp.hpp"
 
 namespace {
@@ -123,6 +125,41 @@ std::map<std::string, double> run_variant(const Variant& v) {
 
 }  // namespace
 
+// How many BPF instructions each layout runs for a call: the part of the
+// cost that does not depend on how busy the machine is.
+void print_path_lengths() {
+  struct Call {
+    const char* name;
+    int nr;
+    std::uint64_t arg2;
+  };
+  const Call calls[] = {{"getppid", SYS_getppid, 0},
+                        {"mmap(PROT_READ|PROT_WRITE)", SYS_mmap, PROT_READ | PROT_WRITE},
+                        {"munmap", SYS_munmap, 0},
+                        {"mprotect(PROT_READ|PROT_EXEC)", SYS_mprotect, PROT_READ | PROT_EXEC}};
+  std::printf("\nBPF instructions run per call (a call with no rule is answered by the kernel's cache)\n");
+  std::printf("%-32s", "call");
+  for (const auto& v : kVariants) {
+    if (v.filtered) std::printf(" %16s", v.name);
+  }
+  std::printf("\n");
+  for (const auto& call : calls) {
+    std::printf("%-32s", call.name);
+    for (const auto& v : kVariants) {
+      if (!v.filtered) continue;
+      auto built = chock::seccomp::build(v.options);
+      seccomp_data data{};
+      data.nr = call.nr;
+      data.arch = AUDIT_ARCH_X86_64;
+      data.args[2] = call.arg2;
+      const auto verdict =
+          built ? chock::test::run_bpf(built->instructions, data) : chock::test::BpfVerdict{};
+      std::printf(" %16zu", verdict.steps);
+    }
+    std::printf("\n");
+  }
+}
+
 int main(int argc, char** argv) {
   int rounds = 10;
   std::vector<char*> args;
@@ -161,5 +198,6 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
+  print_path_lengths();
   return 0;
 }

@@ -17,6 +17,7 @@ namespace chock::test {
 struct BpfVerdict {
   std::optional<std::uint32_t> action;  // the RET value; empty when the program is malformed
   const char* problem = nullptr;
+  std::size_t steps = 0;  // instructions executed, the filter's path length for this call
 };
 
 inline BpfVerdict run_bpf(const std::vector<sock_filter>& program, const seccomp_data& data) {
@@ -28,8 +29,10 @@ inline BpfVerdict run_bpf(const std::vector<sock_filter>& program, const seccomp
     std::memcpy(out, reinterpret_cast<const char*>(&data) + offset, 4);
     return true;
   };
+  std::size_t steps = 0;
   for (std::size_t pc = 0; pc < program.size(); ++pc) {
     const sock_filter& in = program[pc];
+    ++steps;
     const std::uint32_t src = BPF_SRC(in.code) == BPF_X ? x : in.k;
     switch (BPF_CLASS(in.code)) {
       case BPF_LD:
@@ -123,8 +126,8 @@ inline BpfVerdict run_bpf(const std::vector<sock_filter>& program, const seccomp
         break;
       }
       case BPF_RET:
-        if (BPF_RVAL(in.code) == BPF_K) return {in.k, nullptr};
-        if (BPF_RVAL(in.code) == BPF_A) return {a, nullptr};
+        if (BPF_RVAL(in.code) == BPF_K) return {in.k, nullptr, steps};
+        if (BPF_RVAL(in.code) == BPF_A) return {a, nullptr, steps};
         return {std::nullopt, "unsupported ret"};
       case BPF_MISC:
         if (BPF_MISCOP(in.code) == BPF_TAX) {
