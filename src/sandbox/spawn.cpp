@@ -26,8 +26,10 @@
 
 #include "chock/sandbox.hpp"
 #include "sandbox/capabilities.hpp"
+#include "sandbox/landlock.hpp"
 #include "sandbox/mount_tree.hpp"
 #include "sandbox/namespaces.hpp"
+#include "sandbox/seccomp.hpp"
 #include "sandbox/steps.hpp"
 #include "util/fd.hpp"
 #include "util/syscalls.hpp"
@@ -62,7 +64,47 @@ struct Launch {
   std::vector<int> keep_fds;   // sorted: what the middle keeps open
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
   pid_t caller_pid = 0;
+  landlock::Prepared landlock;
+  seccomp::Program filter;
 };
+
+// The Landlock rules of a call, from its mount plan: a bind's grant set, /tmp
+// and /dev/shm read-write, /proc read-only, each device node what a device
+// needs, and "/" read_dir alone so `ls /` works. Config::landlock_grants, when
+// given, replaces the rules of the caller's own binds (never the toolchain's,
+// /dev's, /proc's or /tmp's).
+std::vector<landlock::Rule> landlock_rules(const Config& config, const sandbox::MountPlan& plan, int abi) {
+  std::vector<std::string> caller_targets;
+  if (config.landlock_grants) {
+    for (const Bind& b : config.binds) {
+      caller_targets.push_back(sandbox::normalize_absolute(b.target.empty() ? b.source : b.target));
+    }
+  }
+  std::vector<landlock::Rule> rules = {{"/", landlock::right::read_dir}};
+  for (const auto& op : plan.ops) {
+    const std::string path = "/" + op.target;
+    const bool device = op.kind == sandbox::MountOp::Kind::devpts ||
+                        (op.kind == sandbox::MountOp::Kind::bind && op.step == Step::dev && !op.landlock);
+    if (device) {
+      rules.push_back({path, landlock::device_rights(abi)});
+      continue;
+    }
+    if (!op.landlock) continue;
+    if (std::find(caller_targets.begin(), caller_targets.end(), path) != caller_targets.end()) continue;
+    rules.push_back({path, landlock::grant(op.access, abi)});
+  }
+  if (config.landlock_grants) {
+    for (const Grant& g : *config.landlock_grants) rules.push_back({g.path, landlock::grant(g.access, abi)});
+  }
+  return rules;
+}
+
+Step landlock_step(const char* step) noexcept {
+  if (std::strcmp(step, "landlock_rule") == 0) return Step::landlock_rule;
+  if (std::strcmp(step, "landlock_restrict") == 0) return Step::landlock_restrict;
+  if (std::strcmp(step, "no_new_privs") == 0) return Step::no_new_privs;
+  return Step::landlock_ruleset;
+}
 
 std::vector<std::string> exec_candidates(const std::string& command, const std::vector<std::string>& env) {
   if (command.find('/') != std::string::npos) return {command};
@@ -162,7 +204,16 @@ void reset_signals() noexcept {
   if (chdir(l.cwd.c_str()) != 0) report_failure(channel, {Step::chdir, errno, -1});
   if (!sandbox::drop_capabilities(&f)) report_failure(channel, f);
   if (!sandbox::set_no_new_privs(&f)) report_failure(channel, f);
+  landlock::Failure lf{"", 0, -1};
+  if (!landlock::apply(l.landlock, &lf)) {
+    // A rule's index is reported after the mount labels (see spawn()).
+    const int detail = lf.rule >= 0 ? static_cast<int>(l.mounts.ops.size()) + lf.rule : -1;
+    report_failure(channel, {landlock_step(lf.step), lf.error, detail});
+  }
+  int error = 0;
+  if (!seccomp::join_fresh_session_keyring(&error)) report_failure(channel, {Step::keyring, error, -1});
   reset_signals();
+  if (!seccomp::install(l.filter, &error)) report_failure(channel, {Step::seccomp, error, -1});
   exec_program(l);
 }
 
@@ -430,6 +481,13 @@ Expected<Child> spawn(const Config& config) {
   auto mounts = sandbox::plan_mounts(config, l.identity.drop_from_root);
   if (!mounts) return std::move(mounts).error();
   l.mounts = std::move(*mounts);
+  const int abi = landlock::probe_abi();
+  auto landlock = landlock::prepare(landlock_rules(config, l.mounts, abi));
+  if (!landlock) return std::move(landlock).error();
+  l.landlock = std::move(*landlock);
+  auto filter = seccomp::build(config.allow_jit);
+  if (!filter) return std::move(filter).error();
+  l.filter = std::move(*filter);
   l.dev_null.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!l.dev_null) return sys_error("open", "/dev/null");
 
@@ -453,7 +511,9 @@ Expected<Child> spawn(const Config& config) {
   auto state = std::make_unique<Child::State>();
   state->timeout = config.timeout;
   for (const auto& op : l.mounts.ops) state->labels.push_back(op.label);
+  for (const auto& rule : l.landlock.rules) state->labels.push_back("Landlock rule " + rule.path);
   state->result.write_execute_relaxed = config.allow_jit;
+  state->result.landlock = landlock::report(l.landlock);
 
   int middle_pidfd = -1;
   sys::CloneArgs args;
