@@ -285,9 +285,8 @@ Events Managed::read_events() const {
   return e;
 }
 
-void Managed::teardown() noexcept {
-  if (name_.empty() || !parent_) return;
-  if (dir_) {
+void Managed::kill() noexcept {
+  if (!dir_) return;
     // cgroup.kill (5.14+) takes the whole subtree at once; before it, kill
     // each member until none is left.
     if (write_small(dir_.get(), "cgroup.kill", "1") != 0) {
@@ -304,6 +303,12 @@ void Managed::teardown() noexcept {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
+}
+
+void Managed::teardown() noexcept {
+  if (name_.empty() || !parent_) return;
+  if (dir_) {
+    kill();
     // The killed tasks leave asynchronously; cgroup.events says when the
     // cgroup is empty (a change there wakes poll with POLLPRI).
     UniqueFd events(::openat(dir_.get(), "cgroup.events", O_RDONLY | O_CLOEXEC));

@@ -66,7 +66,10 @@ class Managed {
 
   // memory.events and pids.events as they stand now.
   [[nodiscard]] Events read_events() const;
-  // Writes cgroup.kill, waits for the cgroup to empty, removes it. Idempotent.
+  // Writes cgroup.kill (or, before 5.14, kills each member): every process
+  // left in the cgroup gets SIGKILL. Returns at once.
+  void kill() noexcept;
+  // kill(), waits for the cgroup to empty, removes it. Idempotent.
   void teardown() noexcept;
   // The kernel refused to create the process in it (clone3 said `code`); the
   // call runs without it and the report says why.

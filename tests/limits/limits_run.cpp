@@ -142,6 +142,18 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  // As the keeper's end ends the pid namespace in the sandbox: kill what the
+  // program left in its cgroup and see each traced task out, so none waits
+  // in an exit stop for a tracer that stopped listening.
+  if (setup->managed.state() == chock::CgroupState::ok) {
+    setup->managed.kill();
+    for (int st = 0;;) {
+      pid_t got = waitpid(-1, &st, __WALL);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) break;
+      chock::exit_watch::on_wait(watch, got, st);
+    }
+  }
   chock::Result result;
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
