@@ -58,18 +58,18 @@ struct Containment {
 };
 
 struct Config {
-  std::vector<std::string> argv;                 // argv[0] is looked up on PATH inside
-  std::optional<std::vector<std::string>> env;   // "K=V" entries; nullopt: the caller's
-  std::vector<Bind> binds;                       // applied in order, parents first
-  bool toolchain = true;                         // /usr /bin /lib* /sbin /etc read-only
-  std::vector<std::string> covers;               // files inside replaced by the deny notice
+  std::vector<std::string> argv;                // argv[0] is looked up on PATH inside
+  std::optional<std::vector<std::string>> env;  // "K=V" entries; nullopt: the caller's
+  std::vector<Bind> binds;                      // applied in order, parents first
+  bool toolchain = true;                        // /usr /bin /lib* /sbin /etc read-only
+  std::vector<std::string> covers;              // files inside replaced by the deny notice
   std::string cwd = "/";
   Network network = Network::none;
-  std::optional<uid_t> user;                     // root callers only; default 65534
-  bool pass_stdin = false;                       // otherwise stdin is /dev/null
+  std::optional<uid_t> user;  // root callers only; default 65534
+  bool pass_stdin = false;    // otherwise stdin is /dev/null
   std::optional<std::chrono::milliseconds> timeout;
-  bool allow_jit = false;                        // drops the write-xor-execute rules only
-  std::uint64_t tmp_size_bytes = 1ULL << 30;     // the /tmp tmpfs cap
+  bool allow_jit = false;                     // drops the write-xor-execute rules only
+  std::uint64_t tmp_size_bytes = 1ULL << 30;  // the /tmp tmpfs cap
   // Landlock rules to use instead of those derived from the binds: only ever
   // narrower than the mounts (tests and embedders proving the layer alone).
   std::optional<std::vector<Grant>> landlock_grants;

@@ -14,5 +14,6 @@ using Action = std::function<int()>;
 // never ran), as env(1) and timeout(1) use it.
 inline constexpr int kExitChockFailed = 125;
 
+void add_sandbox_command(CLI::App& app, Action& action);
 
 }  // namespace chock::cli

@@ -39,7 +39,9 @@ std::optional<std::string> read_small(int dirfd, const char* name) {
   return out;
 }
 
-std::optional<std::string> read_path(const std::string& path) { return read_small(AT_FDCWD, path.c_str()); }
+std::optional<std::string> read_path(const std::string& path) {
+  return read_small(AT_FDCWD, path.c_str());
+}
 
 // 0, or the errno of a one-shot write (cgroupfs takes a value per write).
 int write_small(int dirfd, const char* name, const std::string& value) {
@@ -96,7 +98,10 @@ std::optional<Mount> find_cgroup2_mount(std::string_view mountinfo) {
     std::size_t pos = 0;
     bool ok = true;
     for (auto& f : fields) {
-      if (pos > head.size()) { ok = false; break; }
+      if (pos > head.size()) {
+        ok = false;
+        break;
+      }
       std::size_t sp = head.find(' ', pos);
       f = head.substr(pos, sp == std::string_view::npos ? std::string_view::npos : sp - pos);
       pos = sp == std::string_view::npos ? head.size() + 1 : sp + 1;
@@ -123,7 +128,8 @@ bool lists_memory_and_pids(std::string_view controllers) {
   std::size_t pos = 0;
   while (pos < controllers.size()) {
     std::size_t end = controllers.find_first_of(" \n", pos);
-    std::string_view word = controllers.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    std::string_view word =
+        controllers.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     memory = memory || word == "memory";
     pids = pids || word == "pids";
     if (end == std::string_view::npos) break;
@@ -171,7 +177,9 @@ Managed& Managed::operator=(Managed&& other) noexcept {
   return *this;
 }
 
-Managed::~Managed() { teardown(); }
+Managed::~Managed() {
+  teardown();
+}
 
 Managed Managed::create(const Limits& limits, const Sources& sources) {
   Managed m;
@@ -192,10 +200,12 @@ Managed Managed::create(const Limits& limits, const Sources& sources) {
   std::string rel;
   if (root == "/") {
     rel = *own == "/" ? std::string{} : *own;
-  } else if (own->compare(0, root.size(), root) == 0 && (own->size() == root.size() || (*own)[root.size()] == '/')) {
+  } else if (own->compare(0, root.size(), root) == 0 &&
+             (own->size() == root.size() || (*own)[root.size()] == '/')) {
     rel = own->substr(root.size());
   } else {
-    m.reason_ = "not in the unified hierarchy: cgroup " + *own + " is outside the cgroup2 mount at " + mount->point;
+    m.reason_ =
+        "not in the unified hierarchy: cgroup " + *own + " is outside the cgroup2 mount at " + mount->point;
     return m;
   }
 
@@ -223,7 +233,8 @@ Managed Managed::create(const Limits& limits, const Sources& sources) {
   // clone3(CLONE_INTO_CGROUP) needs write access to cgroup.procs of the
   // common ancestor of where we are and where the child goes: `found` itself.
   if (::access((found + "/cgroup.procs").c_str(), W_OK) != 0) {
-    m.reason_ = unsupported_errno("create refused: cannot place processes below " + found + " (cgroup.procs)", errno);
+    m.reason_ =
+        unsupported_errno("create refused: cannot place processes below " + found + " (cgroup.procs)", errno);
     return m;
   }
   UniqueFd parent(::open(found.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -287,22 +298,22 @@ Events Managed::read_events() const {
 
 void Managed::kill() noexcept {
   if (!dir_) return;
-    // cgroup.kill (5.14+) takes the whole subtree at once; before it, kill
-    // each member until none is left.
-    if (write_small(dir_.get(), "cgroup.kill", "1") != 0) {
-      for (int round = 0; round < 100; ++round) {
-        auto procs = read_small(dir_.get(), "cgroup.procs");
-        if (!procs || procs->empty()) break;
-        for (std::size_t pos = 0; pos < procs->size();) {
-          std::size_t eol = procs->find('\n', pos);
-          pid_t pid = static_cast<pid_t>(std::strtol(procs->c_str() + pos, nullptr, 10));
-          if (pid > 0) ::kill(pid, SIGKILL);
-          if (eol == std::string::npos) break;
-          pos = eol + 1;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // cgroup.kill (5.14+) takes the whole subtree at once; before it, kill
+  // each member until none is left.
+  if (write_small(dir_.get(), "cgroup.kill", "1") != 0) {
+    for (int round = 0; round < 100; ++round) {
+      auto procs = read_small(dir_.get(), "cgroup.procs");
+      if (!procs || procs->empty()) break;
+      for (std::size_t pos = 0; pos < procs->size();) {
+        std::size_t eol = procs->find('\n', pos);
+        pid_t pid = static_cast<pid_t>(std::strtol(procs->c_str() + pos, nullptr, 10));
+        if (pid > 0) ::kill(pid, SIGKILL);
+        if (eol == std::string::npos) break;
+        pos = eol + 1;
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+  }
 }
 
 void Managed::teardown() noexcept {
@@ -352,27 +363,34 @@ void Managed::fill(LimitsReport& report) const {
 Expected<void> check_supplied(int fd) {
   struct stat st {};
   if (::fstat(fd, &st) != 0)
-    return Error{"supplied cgroup", "descriptor " + std::to_string(fd), errno, Errc::cgroup_placement_refused};
+    return Error{"supplied cgroup", "descriptor " + std::to_string(fd), errno,
+                 Errc::cgroup_placement_refused};
   if (!S_ISDIR(st.st_mode))
     return Error{"supplied cgroup is not a directory", "descriptor " + std::to_string(fd), ENOTDIR,
                  Errc::cgroup_placement_refused};
   struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0)
-    return Error{"supplied cgroup", "descriptor " + std::to_string(fd), errno, Errc::cgroup_placement_refused};
+    return Error{"supplied cgroup", "descriptor " + std::to_string(fd), errno,
+                 Errc::cgroup_placement_refused};
   if (fs.f_type != CGROUP2_SUPER_MAGIC)
     return Error{"supplied cgroup is not on a cgroup v2 file system", "descriptor " + std::to_string(fd), 0,
                  Errc::cgroup_placement_refused};
   if (!kernel_has_clone_into_cgroup())
-    return Error{"supplied cgroup: CLONE_INTO_CGROUP needs Linux 5.7", {}, ENOSYS,
-                 Errc::cgroup_placement_unsupported};
+    return Error{
+        "supplied cgroup: CLONE_INTO_CGROUP needs Linux 5.7", {}, ENOSYS, Errc::cgroup_placement_unsupported};
   return {};
 }
 
 Error placement_error(int code) {
   if (code == ENOSYS)
-    return Error{"supplied cgroup: clone3 is not available (an old kernel, or a seccomp filter answering ENOSYS)",
-                 {}, code, Errc::cgroup_placement_unsupported};
-  return Error{"supplied cgroup: the kernel refused to create the process in it", {}, code,
+    return Error{
+        "supplied cgroup: clone3 is not available (an old kernel, or a seccomp filter answering ENOSYS)",
+        {},
+        code,
+        Errc::cgroup_placement_unsupported};
+  return Error{"supplied cgroup: the kernel refused to create the process in it",
+               {},
+               code,
                Errc::cgroup_placement_refused};
 }
 

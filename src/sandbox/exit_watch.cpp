@@ -83,8 +83,8 @@ std::uint64_t vm_data(int proc_fd, pid_t pid) noexcept {
   char buf[4096];
   if (read_proc(proc_fd, pid, "status", buf, sizeof buf) < 0) return 0;
   for (const char* p = buf; *p != '\0'; ++p) {
-    if ((p == buf || p[-1] == '\n') && p[0] == 'V' && p[1] == 'm' && p[2] == 'D' && p[3] == 'a' && p[4] == 't' &&
-        p[5] == 'a' && p[6] == ':')
+    if ((p == buf || p[-1] == '\n') && p[0] == 'V' && p[1] == 'm' && p[2] == 'D' && p[3] == 'a' &&
+        p[4] == 't' && p[5] == 'a' && p[6] == ':')
       return parse_u64(p + 7) * 1024;
   }
   return 0;
@@ -160,7 +160,8 @@ void on_signal_stop(Watch& w, pid_t pid, int sig) noexcept {
 }  // namespace
 
 unsigned long seize_options() noexcept {
-  return PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL;
+  return PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
+         PTRACE_O_EXITKILL;
 }
 
 int open_private_proc() noexcept {

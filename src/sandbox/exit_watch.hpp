@@ -16,14 +16,14 @@ namespace chock::exit_watch {
 // What the keeper saw, sent to the host side as raw bytes when the program
 // has ended. Each field is evidence for one limit; none names a limit alone.
 struct Evidence {
-  std::uint32_t traced = 0;           // 1: the program was seized, the rest means something
-  std::uint32_t proc = 0;             // 1: a procfs of the sandbox's pid namespace was readable
-  std::uint32_t tasks_peak = 0;       // most live tasks of the program's tree at one time
-  std::uint32_t exit_fds_max = 0;     // most open fds a task held as it failed (exit code != 0)
-  std::uint64_t exit_data_max = 0;    // largest VmData (bytes) of a task as it failed
-  std::uint32_t xfsz_efbig = 0;       // SIGXFSZ deliveries right after a system call failed with EFBIG
-  std::uint32_t xcpu_over_soft = 0;   // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
-  std::uint64_t cpu_ticks_max = 0;    // largest own CPU time (clock ticks) seen at such a delivery
+  std::uint32_t traced = 0;          // 1: the program was seized, the rest means something
+  std::uint32_t proc = 0;            // 1: a procfs of the sandbox's pid namespace was readable
+  std::uint32_t tasks_peak = 0;      // most live tasks of the program's tree at one time
+  std::uint32_t exit_fds_max = 0;    // most open fds a task held as it failed (exit code != 0)
+  std::uint64_t exit_data_max = 0;   // largest VmData (bytes) of a task as it failed
+  std::uint32_t xfsz_efbig = 0;      // SIGXFSZ deliveries right after a system call failed with EFBIG
+  std::uint32_t xcpu_over_soft = 0;  // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
+  std::uint64_t cpu_ticks_max = 0;   // largest own CPU time (clock ticks) seen at such a delivery
 };
 
 // Keeper state: fixed size, built before the fork.

@@ -18,8 +18,16 @@ rlim_t soft_of(const rlimits::Plan* plan, int resource) {
 
 bool dumps_core(int sig) {
   switch (sig) {
-    case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT: case SIGBUS: case SIGFPE:
-    case SIGSEGV: case SIGXCPU: case SIGXFSZ: case SIGSYS:
+    case SIGQUIT:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGABRT:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGSEGV:
+    case SIGXCPU:
+    case SIGXFSZ:
+    case SIGSYS:
       return true;
     default:
       return false;
@@ -42,7 +50,8 @@ void name_kill(const KillFacts& f, LimitsReport& r) {
   const exit_watch::Evidence& ev = f.evidence;
 
   // The cgroup's own counters are the kernel saying so.
-  if (r.cgroup == CgroupState::ok && r.memory_oom_kills > 0) return name(r, "memory", r.memory_max.value_or(0));
+  if (r.cgroup == CgroupState::ok && r.memory_oom_kills > 0)
+    return name(r, "memory", r.memory_max.value_or(0));
   if (r.cgroup == CgroupState::ok && r.pids_max_events > 0) return name(r, "processes", f.processes_allowed);
 
   // A SIGXCPU the kernel sent: the task had used its soft CPU limit. The
@@ -54,7 +63,8 @@ void name_kill(const KillFacts& f, LimitsReport& r) {
   if (ev.xfsz_efbig > 0 && fsize != RLIM_INFINITY) return name(r, "file_size", fsize);
   // A task ended in failure with its descriptor table full.
   const rlim_t nofile = soft_of(f.plan, RLIMIT_NOFILE);
-  if (nofile != RLIM_INFINITY && ev.exit_fds_max > 0 && ev.exit_fds_max >= nofile) return name(r, "open_files", nofile);
+  if (nofile != RLIM_INFINITY && ev.exit_fds_max > 0 && ev.exit_fds_max >= nofile)
+    return name(r, "open_files", nofile);
   // The tree held every process it was allowed: the next fork got EAGAIN.
   if (f.processes_allowed > 0 && soft_of(f.plan, RLIMIT_NPROC) != RLIM_INFINITY &&
       ev.tasks_peak >= f.processes_allowed)

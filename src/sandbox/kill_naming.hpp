@@ -16,11 +16,11 @@ namespace chock {
 struct KillFacts {
   std::optional<int> exit_code;
   std::optional<int> signal;
-  bool ended_by_chock = false;     // timed out or cancelled: Chock's own kill, not a limit
+  bool ended_by_chock = false;  // timed out or cancelled: Chock's own kill, not a limit
   const rlimits::Plan* plan = nullptr;
   std::uint64_t processes_allowed = 0;  // the program's own allowance (--pids or the default)
-  exit_watch::Evidence evidence;   // zeroed when the keeper could not trace
-  long clock_ticks = 100;          // sysconf(_SC_CLK_TCK)
+  exit_watch::Evidence evidence;        // zeroed when the keeper could not trace
+  long clock_ticks = 100;               // sysconf(_SC_CLK_TCK)
 };
 
 // Sets report.killed_by and report.killed_by_limit (or leaves them empty),

@@ -15,7 +15,8 @@ std::optional<Error> LimitsSetup::placement_failed(int code) {
 
 exit_watch::Watch LimitsSetup::watch() const {
   exit_watch::Watch w;
-  if (const rlimits::Entry* cpu = rlimits::find(plan, RLIMIT_CPU); cpu != nullptr && cpu->soft != RLIM_INFINITY)
+  if (const rlimits::Entry* cpu = rlimits::find(plan, RLIMIT_CPU);
+      cpu != nullptr && cpu->soft != RLIM_INFINITY)
     w.cpu_soft_ticks = static_cast<std::uint64_t>(cpu->soft) * static_cast<std::uint64_t>(clock_ticks);
   return w;
 }
@@ -39,7 +40,8 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
       // copy_process checks RLIMIT_NPROC before the pids controller: one
       // above pids.max, the cgroup refuses first and pids.events says so.
       for (std::size_t i = 0; i < s.plan.count; ++i)
-        if (s.plan.entries[i].resource == RLIMIT_NPROC && s.plan.entries[i].hard < machine.hard.at(RLIMIT_NPROC)) {
+        if (s.plan.entries[i].resource == RLIMIT_NPROC &&
+            s.plan.entries[i].hard < machine.hard.at(RLIMIT_NPROC)) {
           s.plan.entries[i].soft += 1;
           s.plan.entries[i].hard += 1;
         }
@@ -49,12 +51,15 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
   // would be a promise nothing keeps.
   if (config.limits.processes && rlimits::find(s.plan, RLIMIT_NPROC) == nullptr &&
       s.managed.state() != CgroupState::ok)
-    return Error{"limit --pids " + std::to_string(*config.limits.processes) +
-                     " cannot be honoured: this kernel counts RLIMIT_NPROC across the whole user (before 5.14)"
-                     " and no cgroup of Chock's bounds processes" +
-                     (s.supplied ? std::string(" (the supplied cgroup is the caller's to limit)")
-                                 : ": " + s.managed.reason()),
-                 {}, 0, Errc::bad_config};
+    return Error{
+        "limit --pids " + std::to_string(*config.limits.processes) +
+            " cannot be honoured: this kernel counts RLIMIT_NPROC across the whole user (before 5.14)"
+            " and no cgroup of Chock's bounds processes" +
+            (s.supplied ? std::string(" (the supplied cgroup is the caller's to limit)")
+                        : ": " + s.managed.reason()),
+        {},
+        0,
+        Errc::bad_config};
   return s;
 }
 

@@ -22,9 +22,9 @@ namespace chock {
 
 struct LimitsSetup {
   rlimits::Plan plan;
-  cgroup::Managed managed;       // Kind::managed: ok, or unsupported with the reason
-  bool supplied = false;         // Kind::supplied: the caller's cgroup
-  int clone_cgroup_fd = -1;      // for clone_args.cgroup (CLONE_INTO_CGROUP), or -1
+  cgroup::Managed managed;   // Kind::managed: ok, or unsupported with the reason
+  bool supplied = false;     // Kind::supplied: the caller's cgroup
+  int clone_cgroup_fd = -1;  // for clone_args.cgroup (CLONE_INTO_CGROUP), or -1
   std::uint64_t processes_allowed = 0;
   long clock_ticks = 100;
 

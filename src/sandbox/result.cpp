@@ -22,10 +22,14 @@ namespace {
 
 const char* cgroup_state_name(CgroupState s) {
   switch (s) {
-    case CgroupState::ok: return "ok";
-    case CgroupState::off: return "off";
-    case CgroupState::unsupported: return "unsupported";
-    case CgroupState::supplied: return "supplied";
+    case CgroupState::ok:
+      return "ok";
+    case CgroupState::off:
+      return "off";
+    case CgroupState::unsupported:
+      return "unsupported";
+    case CgroupState::supplied:
+      return "supplied";
   }
   return "unknown";
 }

@@ -29,8 +29,8 @@ namespace chock::rlimits {
 namespace {
 
 Error bad(const std::string& flag, std::uint64_t value, const std::string& why) {
-  return Error{"limit " + flag + " " + std::to_string(value) + " cannot be honoured: " + why, {}, 0,
-               Errc::bad_config};
+  return Error{
+      "limit " + flag + " " + std::to_string(value) + " cannot be honoured: " + why, {}, 0, Errc::bad_config};
 }
 
 std::string hard_text(rlim_t hard) {
@@ -44,7 +44,8 @@ void add(Plan& plan, int resource, rlim_t soft, rlim_t hard) {
 // An explicit value must fit under the caller's hard limit: a process in a
 // user namespace can lower a hard limit but never raise it.
 Expected<rlim_t> explicit_value(const char* flag, std::uint64_t value, std::uint64_t minimum, rlim_t hard) {
-  if (value < minimum) return bad(flag, value, "the least Chock can run a program under is " + std::to_string(minimum));
+  if (value < minimum)
+    return bad(flag, value, "the least Chock can run a program under is " + std::to_string(minimum));
   if (value == RLIM_INFINITY) return bad(flag, value, "that is the kernel's 'unlimited'");
   if (hard != RLIM_INFINITY && value > hard)
     return bad(flag, value, "this process's own hard limit is " + hard_text(hard) + " and cannot be raised");
@@ -120,7 +121,8 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
   if (limits.cpu_seconds) {
     rlim_t caller = hard(RLIMIT_CPU);
     if (*limits.cpu_seconds < 1) return bad("--cpu", *limits.cpu_seconds, "the kernel treats 0 seconds as 1");
-    if (*limits.cpu_seconds > (1ULL << 40)) return bad("--cpu", *limits.cpu_seconds, "it is beyond any clock");
+    if (*limits.cpu_seconds > (1ULL << 40))
+      return bad("--cpu", *limits.cpu_seconds, "it is beyond any clock");
     if (caller != RLIM_INFINITY && *limits.cpu_seconds + kCpuHardGrace > caller)
       return bad("--cpu", *limits.cpu_seconds,
                  "the hard limit sits " + std::to_string(kCpuHardGrace) +
@@ -136,12 +138,13 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
     rlim_t nproc = floor_default(RLIMIT_NPROC, kDefaultProcesses + kOwnTasks);
     if (limits.processes) {
       if (*limits.processes < 1) return bad("--pids", *limits.processes, "the program itself is a process");
-      if (*limits.processes > (1ULL << 22)) return bad("--pids", *limits.processes, "the kernel allows at most 4194304");
+      if (*limits.processes > (1ULL << 22))
+        return bad("--pids", *limits.processes, "the kernel allows at most 4194304");
       rlim_t caller = hard(RLIMIT_NPROC);
       if (caller != RLIM_INFINITY && *limits.processes + kOwnTasks > caller)
         return bad("--pids", *limits.processes,
-                   "with Chock's own " + std::to_string(kOwnTasks) + " processes it exceeds this process's hard limit " +
-                       hard_text(caller));
+                   "with Chock's own " + std::to_string(kOwnTasks) +
+                       " processes it exceeds this process's hard limit " + hard_text(caller));
       nproc = *limits.processes + kOwnTasks;
     }
     add(plan, RLIMIT_NPROC, nproc, nproc);
@@ -151,7 +154,9 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
   return plan;
 }
 
-Expected<Plan> prepare(const Limits& limits) { return prepare(limits, probe_machine()); }
+Expected<Plan> prepare(const Limits& limits) {
+  return prepare(limits, probe_machine());
+}
 
 int apply(const Plan& plan, int* failed_resource) noexcept {
   for (std::size_t i = 0; i < plan.count; ++i) {
@@ -167,13 +172,20 @@ int apply(const Plan& plan, int* failed_resource) noexcept {
 
 const char* resource_name(int resource) noexcept {
   switch (resource) {
-    case RLIMIT_CORE: return "core";
-    case RLIMIT_DATA: return "data";
-    case RLIMIT_NOFILE: return "nofile";
-    case RLIMIT_FSIZE: return "fsize";
-    case RLIMIT_CPU: return "cpu";
-    case RLIMIT_NPROC: return "nproc";
-    default: return "unknown";
+    case RLIMIT_CORE:
+      return "core";
+    case RLIMIT_DATA:
+      return "data";
+    case RLIMIT_NOFILE:
+      return "nofile";
+    case RLIMIT_FSIZE:
+      return "fsize";
+    case RLIMIT_CPU:
+      return "cpu";
+    case RLIMIT_NPROC:
+      return "nproc";
+    default:
+      return "unknown";
   }
 }
 

@@ -45,8 +45,8 @@ struct Plan {
 // What the host side learns from the machine before building a plan. Split
 // out so tests can state a kernel and a caller's limits.
 struct Machine {
-  bool nproc_per_userns = false;     // RLIMIT_NPROC counted per user namespace (5.14+)
-  std::uint64_t nr_open = 1 << 20;   // /proc/sys/fs/nr_open: the kernel's ceiling on NOFILE
+  bool nproc_per_userns = false;    // RLIMIT_NPROC counted per user namespace (5.14+)
+  std::uint64_t nr_open = 1 << 20;  // /proc/sys/fs/nr_open: the kernel's ceiling on NOFILE
   // The caller's current hard limits, which a process in a user namespace
   // cannot raise; indexed by resource.
   std::array<rlim_t, RLIM_NLIMITS> hard{};

@@ -33,17 +33,23 @@ Expected<std::uint64_t> parse_size(std::string_view flag, std::string_view text)
   auto v = leading_number(flag, text, unit);
   if (!v) return v;
   int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "KiB") shift = 10;
-  else if (unit == "MiB") shift = 20;
-  else if (unit == "GiB") shift = 30;
-  else if (unit == "TiB") shift = 40;
-  else if (unit == "K" || unit == "M" || unit == "G" || unit == "T" || unit == "KB" || unit == "MB" || unit == "GB" ||
-           unit == "TB" || unit == "kB")
+  if (unit.empty() || unit == "B")
+    shift = 0;
+  else if (unit == "KiB")
+    shift = 10;
+  else if (unit == "MiB")
+    shift = 20;
+  else if (unit == "GiB")
+    shift = 30;
+  else if (unit == "TiB")
+    shift = 40;
+  else if (unit == "K" || unit == "M" || unit == "G" || unit == "T" || unit == "KB" || unit == "MB" ||
+           unit == "GB" || unit == "TB" || unit == "kB")
     return bad(flag, text, "say KiB, MiB, GiB or TiB (powers of 1024)");
   else
     return bad(flag, text, "unknown unit; sizes look like 4096, 512MiB or 2GiB");
-  if (shift > 0 && *v > (std::numeric_limits<std::uint64_t>::max() >> shift)) return bad(flag, text, "too large");
+  if (shift > 0 && *v > (std::numeric_limits<std::uint64_t>::max() >> shift))
+    return bad(flag, text, "too large");
   return *v << shift;
 }
 

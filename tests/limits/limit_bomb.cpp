@@ -115,7 +115,9 @@ int orphan(const char* path) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: limit-bomb fork|fd|fd-then-close|write FILE|spin|mem MiB|shm MiB|orphan FILE|raise SIG|ok\n");
+    std::fprintf(
+        stderr,
+        "usage: limit-bomb fork|fd|fd-then-close|write FILE|spin|mem MiB|shm MiB|orphan FILE|raise SIG|ok\n");
     return 2;
   }
   std::string_view mode = argv[1];

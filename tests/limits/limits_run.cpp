@@ -6,8 +6,8 @@
 //   limits-run [--memory S] [--pids N] [--nofile N] [--fsize S] [--cpu N]
 //              [--cgroup DIR] [--enosys-clone3] [--result FILE] -- PROGRAM ARGS...
 #include <fcntl.h>
-#include <sched.h>
 #include <grp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
 
   chock::Config config;
   chock::UniqueFd cgroup_dir;
-  if (auto ok = chock::cli::apply_limit_flags(flags, config, cgroup_dir); !ok) return fail(ok.error().message());
+  if (auto ok = chock::cli::apply_limit_flags(flags, config, cgroup_dir); !ok)
+    return fail(ok.error().message());
   auto setup = chock::prepare_limits(config);
   if (!setup) return fail(setup.error().message());
   if (enosys && !install_enosys_clone3()) return fail("could not install the clone3 filter");
@@ -163,8 +164,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "evidence: traced=%u proc=%u tasks_peak=%u exit_fds_max=%u exit_data_max=%llu xfsz_efbig=%u "
                  "xcpu_over_soft=%u cpu_ticks_max=%llu\n",
-                 e.traced, e.proc, e.tasks_peak, e.exit_fds_max, static_cast<unsigned long long>(e.exit_data_max),
-                 e.xfsz_efbig, e.xcpu_over_soft, static_cast<unsigned long long>(e.cpu_ticks_max));
+                 e.traced, e.proc, e.tasks_peak, e.exit_fds_max,
+                 static_cast<unsigned long long>(e.exit_data_max), e.xfsz_efbig, e.xcpu_over_soft,
+                 static_cast<unsigned long long>(e.cpu_ticks_max));
   }
   std::string message = chock::kill_message(result.limits);
   if (!message.empty()) std::fprintf(stderr, "%s\n", message.c_str());

@@ -4,13 +4,13 @@
 // only looks like it (a program raising the signal itself, one that fills its
 // fd table and closes it again) is not named.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <algorithm>
 #include <map>
 #include <regex>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +28,7 @@ struct LimitsRun {
 };
 
 LimitsRun limits_run(const std::vector<std::string>& flags, const std::vector<std::string>& command,
-               std::chrono::milliseconds timeout = std::chrono::milliseconds(60000)) {
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(60000)) {
   TempDir dir("chock-limits");
   std::string file = dir / "result.json";
   std::vector<std::string> argv{program("limits-run"), "--result", file};
@@ -93,7 +93,8 @@ TEST(LimitsFloor, FdBombIsStoppedAtTheLimitAndNamed) {
   // 64 descriptors in all: stdin, stdout, stderr, anything the caller let
   // through, and the bomb's own.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out.err, m, std::regex("open refused after ([0-9]+) files: EMFILE"))) << r.out.err;
+  ASSERT_TRUE(std::regex_search(r.out.err, m, std::regex("open refused after ([0-9]+) files: EMFILE")))
+      << r.out.err;
   EXPECT_LE(std::stoi(m[1]), 61);
   EXPECT_GE(std::stoi(m[1]), 50);
   ASSERT_TRUE(r.result.is_object()) << r.out.err;
@@ -223,8 +224,9 @@ std::string some_cgroup2_directory() {
 TEST(SuppliedCgroup, AFilterAnsweringEnosysForClone3IsUnsupported) {
   std::string dir = some_cgroup2_directory();
   if (dir.empty()) GTEST_SKIP() << "no cgroup2 mount at /sys/fs/cgroup or /sys/fs/cgroup/unified";
-  expect_refused({"--enosys-clone3", "--cgroup", dir},
-                 "supplied cgroup: clone3 is not available (an old kernel, or a seccomp filter answering ENOSYS)");
+  expect_refused(
+      {"--enosys-clone3", "--cgroup", dir},
+      "supplied cgroup: clone3 is not available (an old kernel, or a seccomp filter answering ENOSYS)");
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ class CgroupVm : public ::testing::Test {
   void SetUp() override {
     parent_ = env("CHOCK_VM_CGROUP_PARENT");
     if (parent_.empty())
-      GTEST_SKIP() << "needs a cgroup2 tree with memory and pids delegated: runs in the test VM (ctest -L vm)";
+      GTEST_SKIP()
+          << "needs a cgroup2 tree with memory and pids delegated: runs in the test VM (ctest -L vm)";
   }
   std::string parent_;
 };
@@ -152,7 +153,8 @@ TEST_F(CgroupVm, APlacementTheKernelRefusesStartsNothing) {
   ::chmod(w.c_str(), 01777);
   VmRun r = limits_run({"--cgroup", refusing}, {"/bin/touch", w + "/ran"});
   EXPECT_EQ(r.out.status, 125) << r.out.err;
-  EXPECT_NE(r.out.err.find("supplied cgroup: the kernel refused to create the process in it"), std::string::npos)
+  EXPECT_NE(r.out.err.find("supplied cgroup: the kernel refused to create the process in it"),
+            std::string::npos)
       << r.out.err;
   EXPECT_FALSE(chock::test::exists(w + "/ran"));
 }

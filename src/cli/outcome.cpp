@@ -1,0 +1,91 @@
+#include "cli/outcome.hpp"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace chock::cli {
+
+namespace {
+
+std::string signal_words(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = sigdescr_np(sig);
+  std::string out = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  if (desc != nullptr) out += std::string(" (") + desc + ")";
+  return out;
+}
+
+void write_result_file(const std::string& path, const std::string& json) {
+  if (path.empty()) return;
+  std::ofstream f(path, std::ios::trunc);
+  f << json << "\n";
+  if (!f)
+    std::fprintf(stderr, "chock: could not write the result file %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+}
+
+}  // namespace
+
+int finish(const Result& r, const std::vector<std::string>& argv, const std::string& result_file) {
+  const std::string command = argv.empty() ? std::string("the command") : argv[0];
+  if (r.setup_failure) {
+    std::fprintf(stderr, "chock: sandbox setup failed at %s: %s (%s)%s%s\n", r.setup_failure->step.c_str(),
+                 errno_name(r.setup_failure->code), std::strerror(r.setup_failure->code),
+                 r.setup_failure->detail.empty() ? "" : ": ", r.setup_failure->detail.c_str());
+  } else if (r.exec_error) {
+    if (*r.exec_error == ENOENT || *r.exec_error == ENOTDIR) {
+      std::fprintf(stderr, "chock: %s: command not found in the sandbox\n", command.c_str());
+    } else {
+      std::fprintf(stderr, "chock: %s: cannot be run in the sandbox: %s (%s)\n", command.c_str(),
+                   errno_name(*r.exec_error), std::strerror(*r.exec_error));
+    }
+  } else if (r.timed_out) {
+    std::fprintf(stderr, "chock: the call ran past its timeout and every process of it was stopped\n");
+  } else if (r.cancelled) {
+    std::fprintf(stderr, "chock: the call was cancelled and every process of it was stopped\n");
+  } else if (r.signal) {
+    std::fprintf(stderr, "chock: the program was killed by %s\n", signal_words(*r.signal).c_str());
+  }
+  write_result_file(result_file, r.to_json());
+  return r.exit_status();
+}
+
+int refuse(const Error& error, const std::string& result_file) {
+  std::fprintf(stderr, "chock: %s\n", error.message().c_str());
+  if (!result_file.empty()) {
+    Result r;
+    r.setup_failure = SetupFailure{"prepare", error.code, error.message()};
+    write_result_file(result_file, r.to_json());
+  }
+  return 125;
+}
+
+CancelSignals::CancelSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+}
+
+CancelSignals::~CancelSignals() {
+  // Consume what arrived, or unblocking would deliver it and kill us now.
+  signalfd_siginfo info{};
+  while (fd_ && read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+}  // namespace chock::cli

@@ -1,0 +1,36 @@
+// What `chock sandbox` and `chock run` say about a call's end, and how the
+// caller's Ctrl-C reaches it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chock/error.hpp"
+#include "chock/result.hpp"
+#include "util/fd.hpp"
+
+namespace chock::cli {
+
+// Prints Chock's own line about how the call ended (a signal, a setup step,
+// a missing command, a timeout), writes `result_file` if given, and returns
+// the exit status for `chock`.
+int finish(const Result& result, const std::vector<std::string>& argv, const std::string& result_file);
+
+// A failure before anything started: one line, the --result file, 125.
+int refuse(const Error& error, const std::string& result_file);
+
+// While alive, SIGINT, SIGTERM and SIGHUP are blocked and readable from
+// fd(); the call is cancelled when it becomes readable.
+class CancelSignals {
+ public:
+  CancelSignals();
+  ~CancelSignals();
+  CancelSignals(const CancelSignals&) = delete;
+  CancelSignals& operator=(const CancelSignals&) = delete;
+  [[nodiscard]] int fd() const { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+};
+
+}  // namespace chock::cli

@@ -1,0 +1,513 @@
+#include "sandbox/mount_tree.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/syscalls.hpp"
+
+namespace chock::sandbox {
+
+const char* const kMaskedProcEntries[20] = {
+    "cmdline",  "version",     "kallsyms",    "config.gz",  "kcore",         "modules",    "iomem",
+    "ioports",  "mtrr",        "sched_debug", "timer_list", "latency_stats", "interrupts", "schedstat",
+    "slabinfo", "vmallocinfo", "keys",        "key-users",  "sysrq-trigger", "kmsg"};
+
+const char kDenyNotice[] = "chock: this file is denied by the project. Its bytes are not in this sandbox.\n";
+
+namespace {
+
+constexpr const char* kToolchain[] = {"/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"};
+constexpr const char* kDeviceNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+constexpr const char* kEmptyFile = ".chock-empty";
+constexpr const char* kNoticeFile = ".chock-notice";
+constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// ---- before the fork -------------------------------------------------------
+
+MountOp make_op(MountOp::Kind kind, std::string target, std::string label) {
+  MountOp op;
+  op.kind = kind;
+  op.target = std::move(target);
+  op.label = std::move(label);
+  return op;
+}
+
+MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size, std::uint64_t attrs,
+                 Step step) {
+  MountOp op = make_op(MountOp::Kind::tmpfs, target, "/" + target);
+  op.step = step;
+  op.fs_mode = mode;
+  op.fs_size = std::to_string(size);
+  op.attrs = attrs;
+  op.read_only = false;
+  op.access = Access::read_write;
+  return op;
+}
+
+// Opens a source path so that no component may be a symbolic link; says
+// where the link is when one is found, so the caller can name the real path.
+Expected<UniqueFd> open_source(const std::string& path, const std::string& label) {
+  UniqueFd fd(sys::openat2(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC, 0, kResolveSafe));
+  if (fd) return fd;
+  int err = errno;
+  if (err == ELOOP || err == EXDEV) {
+    char real[PATH_MAX];
+    std::string hint;
+    if (realpath(path.c_str(), real) != nullptr) hint = std::string(" (it resolves to ") + real + ")";
+    return Error{label + ": a component of the path is a symbolic link" + hint +
+                     "; name the real path, a link is never followed out of the sandbox",
+                 "", ELOOP, Errc::bad_config};
+  }
+  return Error{label, "", err, Errc::bad_config};
+}
+
+Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
+  const char* flag = bind.access == Access::read_write  ? "--rw"
+                     : bind.access == Access::read_only ? "--ro"
+                                                        : "--ro-file";
+  std::string source = normalize_absolute(bind.source);
+  if (source.empty()) {
+    return Error{
+        std::string(flag) + " " + bind.source + ": needs an absolute path without . or .. components", "", 0,
+        Errc::bad_config};
+  }
+  std::string target = bind.target.empty() ? source : normalize_absolute(bind.target);
+  if (target.empty() || target == "/") {
+    return Error{std::string(flag) + " " + bind.source + ": the path inside must be absolute and not /", "",
+                 0, Errc::bad_config};
+  }
+  MountOp op = make_op(MountOp::Kind::bind, target.substr(1), std::string(flag) + " " + bind.source);
+  op.source = source;
+  auto fd = open_source(source, op.label);
+  if (!fd) return std::move(fd).error();
+  struct stat st {};
+  if (fstat(fd->get(), &st) != 0) return sys_error(op.label);
+  op.file = !S_ISDIR(st.st_mode);
+  if (bind.access == Access::read_only_file && !S_ISREG(st.st_mode)) {
+    return Error{op.label + ": --ro-file takes a regular file" +
+                     (S_ISDIR(st.st_mode) ? " (this is a directory: use --ro)" : ""),
+                 "", 0, Errc::bad_config};
+  }
+  op.read_only = bind.access != Access::read_write;
+  op.access = bind.access == Access::read_only && op.file ? Access::read_only_file : bind.access;
+  op.landlock = true;
+  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op.read_only ? MOUNT_ATTR_RDONLY : 0);
+  if (clone_now) {
+    op.detached.reset(
+        sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    if (!op.detached) return sys_error(op.label + ": clone the mount");
+    if (sys::mount_setattr(op.detached.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, op.attrs, 0) != 0)
+      return sys_error(op.label + ": set mount attributes");
+  }
+  plan.ops.push_back(std::move(op));
+  return {};
+}
+
+Expected<void> add_host_node(MountPlan& plan, const std::string& path, std::string target, bool read_only,
+                             bool clone_now) {
+  MountOp op = make_op(MountOp::Kind::bind, std::move(target), path);
+  op.source = path;
+  op.file = true;
+  op.read_only = read_only;
+  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  if (clone_now) {
+    auto fd = open_source(path, path);
+    if (!fd) return std::move(fd).error();
+    op.detached.reset(sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (!op.detached) return sys_error("clone the mount of", path);
+    if (sys::mount_setattr(op.detached.get(), "", AT_EMPTY_PATH, op.attrs, 0) != 0)
+      return sys_error("set mount attributes of", path);
+  }
+  plan.ops.push_back(std::move(op));
+  return {};
+}
+
+Expected<void> add_toolchain(MountPlan& plan, bool clone_now) {
+  for (const char* dir : kToolchain) {
+    struct stat st {};
+    if (lstat(dir, &st) != 0) continue;  // those that exist
+    if (S_ISLNK(st.st_mode)) {
+      // usrmerge: /bin -> usr/bin. The link is recreated, not followed.
+      char text[PATH_MAX];
+      ssize_t n = readlink(dir, text, sizeof text - 1);
+      if (n <= 0) return sys_error("read the toolchain link", dir);
+      MountOp op = make_op(MountOp::Kind::symlink, dir + 1, std::string("toolchain ") + dir);
+      op.source.assign(text, static_cast<size_t>(n));
+      plan.ops.push_back(std::move(op));
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) continue;
+    auto added = add_bind(plan, Bind{dir, dir, Access::read_only}, clone_now);
+    if (!added) return added;
+    plan.ops.back().label = std::string("toolchain ") + dir;
+  }
+  return {};
+}
+
+Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) {
+  MountOp dev = tmpfs_op("dev", "0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, Step::dev);
+  dev.access = Access::read_only;
+  plan.ops.push_back(std::move(dev));
+  for (const char* node : kDeviceNodes) {
+    std::string path = std::string("/dev/") + node;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+    auto added = add_host_node(plan, path, path.substr(1), false, clone_now);
+    if (!added) return added;
+    plan.ops.back().step = Step::dev;
+  }
+  MountOp pts = make_op(MountOp::Kind::devpts, "dev/pts", "/dev/pts");
+  pts.step = Step::dev;
+  pts.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+  pts.read_only = false;
+  plan.ops.push_back(std::move(pts));
+  struct Link {
+    const char* target;
+    const char* text;
+  };
+  for (Link l :
+       {Link{"dev/ptmx", "pts/ptmx"}, Link{"dev/fd", "/proc/self/fd"}, Link{"dev/stdin", "/proc/self/fd/0"},
+        Link{"dev/stdout", "/proc/self/fd/1"}, Link{"dev/stderr", "/proc/self/fd/2"}}) {
+    MountOp op = make_op(MountOp::Kind::symlink, l.target, std::string("/") + l.target);
+    op.step = Step::dev;
+    op.source = l.text;
+    plan.ops.push_back(std::move(op));
+  }
+  plan.ops.push_back(tmpfs_op("dev/shm", "1777", shm_size, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::dev));
+  plan.ops.back().landlock = true;
+  MountOp seal = make_op(MountOp::Kind::seal, "dev", "/dev");
+  seal.step = Step::dev;
+  plan.ops.push_back(std::move(seal));
+  return {};
+}
+
+}  // namespace
+
+std::string normalize_absolute(const std::string& path) {
+  if (path.empty() || path[0] != '/') return {};
+  std::string out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    if (part == "." || part == "..") return {};
+    if (!part.empty()) out += "/" + part;
+    i = j;
+  }
+  return out.empty() ? "/" : out;
+}
+
+Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
+  MountPlan plan;
+  if (config.toolchain) {
+    auto t = add_toolchain(plan, clone_now);
+    if (!t) return std::move(t).error();
+  }
+  MountOp proc = make_op(MountOp::Kind::proc, "proc", "/proc");
+  proc.step = Step::proc;
+  proc.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+  proc.landlock = true;
+  plan.ops.push_back(std::move(proc));
+  auto d = add_dev(plan, config.tmp_size_bytes, clone_now);
+  if (!d) return std::move(d).error();
+  plan.ops.push_back(
+      tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
+  plan.ops.back().landlock = true;
+  for (const Bind& b : config.binds) {
+    auto added = add_bind(plan, b, clone_now);
+    if (!added) return std::move(added).error();
+  }
+  for (const std::string& c : config.covers) {
+    std::string target = normalize_absolute(c);
+    if (target.empty() || target == "/")
+      return Error{"cover " + c + ": needs an absolute path", "", 0, Errc::bad_config};
+    MountOp op = make_op(MountOp::Kind::cover, target.substr(1), "deny " + c);
+    op.step = Step::cover;
+    op.file = true;
+    plan.ops.push_back(std::move(op));
+    plan.has_covers = true;
+  }
+  return plan;
+}
+
+// ---- after the fork: system calls only ---------------------------------------
+
+namespace {
+
+bool fail(StepFailure* failure, Step step, int detail) noexcept {
+  *failure = {step, errno, detail};
+  return false;
+}
+
+// One component at a time beneath `dir`, never following a link.
+int open_beneath(int dir, const char* name, bool directory) noexcept {
+  // No O_NOFOLLOW: with RESOLVE_NO_SYMLINKS a link in the last place is ELOOP too.
+  return sys::openat2(dir, name, O_PATH | O_CLOEXEC | (directory ? O_DIRECTORY : 0), 0,
+                      kResolveSafe | RESOLVE_BENEATH);
+}
+
+// Finds (and with `create`, makes) the mount point `rel` beneath the new root
+// and opens it O_PATH. Every component is opened relative to its parent, so a
+// symbolic link met on the way (the toolchain's own, or one inside a bind)
+// is an error, never a way out.
+int make_target(int root, const char* rel, bool file, bool create) noexcept {
+  char buf[PATH_MAX];
+  size_t len = std::strlen(rel);
+  if (len == 0 || len >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(buf, rel, len + 1);
+  int dir = open_beneath(root, ".", true);
+  if (dir < 0) return -1;
+  char* part = buf;
+  for (;;) {
+    char* slash = std::strchr(part, '/');
+    bool last = slash == nullptr;
+    if (!last) *slash = '\0';
+    int fd = open_beneath(dir, part, !(last && file));
+    if (fd < 0 && errno == ENOENT && create) {
+      if (last && file) {
+        int created = openat(dir, part, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (created >= 0) close(created);
+      } else {
+        mkdirat(dir, part, 0755);
+      }
+      fd = open_beneath(dir, part, !(last && file));
+    }
+    int err = errno;
+    close(dir);
+    if (fd < 0) {
+      errno = err;
+      return -1;
+    }
+    if (last) return fd;
+    dir = fd;
+    part = slash + 1;
+  }
+}
+
+int new_filesystem(const char* type, const MountOp& op) noexcept {
+  int fs = sys::fsopen(type, FSOPEN_CLOEXEC);
+  if (fs < 0) return -1;
+  bool ok = true;
+  if (!op.fs_mode.empty()) ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", op.fs_mode.c_str(), 0) == 0;
+  if (ok && !op.fs_size.empty())
+    ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", op.fs_size.c_str(), 0) == 0;
+  if (ok && op.kind == MountOp::Kind::devpts) {
+    ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "ptmxmode", "0666", 0) == 0 &&
+         sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0620", 0) == 0;
+  }
+  if (ok) ok = sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
+  int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
+  int err = errno;
+  close(fs);
+  errno = err;
+  return mnt;
+}
+
+bool attach(int source, int root, const MountOp& op) noexcept {
+  int target = make_target(root, op.target.c_str(), op.file, true);
+  if (target < 0) return false;
+  int rc = sys::move_mount(source, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+  int err = errno;
+  close(target);
+  errno = err;
+  return rc == 0;
+}
+
+// A bind of the root's empty (or notice) file over `target`, read-only.
+bool cover_with(int root, const char* file, int target_dir, const char* name) noexcept {
+  int target = sys::openat2(target_dir, name, O_PATH | O_CLOEXEC, 0, kResolveSafe | RESOLVE_BENEATH);
+  if (target < 0) return false;
+  int clone = sys::open_tree(root, file, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  bool ok = clone >= 0 &&
+            sys::mount_setattr(clone, "", AT_EMPTY_PATH,
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               0) == 0 &&
+            sys::move_mount(clone, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
+  int err = errno;
+  if (clone >= 0) close(clone);
+  close(target);
+  errno = err;
+  return ok;
+}
+
+bool mount_proc(int root, const MountOp& op) noexcept {
+  int proc = new_filesystem("proc", op);
+  if (proc < 0) return false;
+  if (!attach(proc, root, op)) {
+    int err = errno;
+    close(proc);
+    errno = err;
+    return false;
+  }
+  for (const char* entry : kMaskedProcEntries) {
+    if (!cover_with(root, kEmptyFile, proc, entry) && errno != ENOENT) {
+      int err = errno;
+      close(proc);
+      errno = err;
+      return false;
+    }
+  }
+  // Read-only last, and recursively, so the masks are read-only too.
+  int rc = sys::mount_setattr(proc, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0);
+  int err = errno;
+  close(proc);
+  errno = err;
+  return rc == 0;
+}
+
+bool write_notice(int root) noexcept {
+  int fd = openat(root, kNoticeFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+  if (fd < 0) return false;
+  ssize_t want = static_cast<ssize_t>(sizeof kDenyNotice - 1);
+  bool ok = write(fd, kDenyNotice, sizeof kDenyNotice - 1) == want;
+  close(fd);
+  return ok;
+}
+
+bool run_op(MountOp& op, int root) noexcept {
+  switch (op.kind) {
+    case MountOp::Kind::bind: {
+      bool ok = attach(op.source_fd, root, op);
+      int err = errno;
+      close(op.source_fd);
+      op.source_fd = -1;
+      errno = err;
+      return ok;
+    }
+    case MountOp::Kind::symlink: {
+      // The link's own parents are made like any mount point's.
+      const char* slash = std::strrchr(op.target.c_str(), '/');
+      if (slash == nullptr) return symlinkat(op.source.c_str(), root, op.target.c_str()) == 0;
+      char parent[PATH_MAX];
+      size_t n = static_cast<size_t>(slash - op.target.c_str());
+      if (n >= sizeof parent) {
+        errno = ENAMETOOLONG;
+        return false;
+      }
+      std::memcpy(parent, op.target.c_str(), n);
+      parent[n] = '\0';
+      int dir = make_target(root, parent, false, true);
+      if (dir < 0) return false;
+      int rc = symlinkat(op.source.c_str(), dir, slash + 1);
+      int err = errno;
+      close(dir);
+      errno = err;
+      return rc == 0;
+    }
+    case MountOp::Kind::tmpfs:
+    case MountOp::Kind::devpts: {
+      int fs = new_filesystem(op.kind == MountOp::Kind::tmpfs ? "tmpfs" : "devpts", op);
+      if (fs < 0) return false;
+      bool ok = attach(fs, root, op);
+      int err = errno;
+      close(fs);
+      errno = err;
+      return ok;
+    }
+    case MountOp::Kind::proc:
+      return mount_proc(root, op);
+    case MountOp::Kind::seal: {
+      int target = make_target(root, op.target.c_str(), false, false);
+      if (target < 0) return false;
+      int rc = sys::mount_setattr(target, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0);
+      int err = errno;
+      close(target);
+      errno = err;
+      return rc == 0;
+    }
+    case MountOp::Kind::cover: {
+      const char* slash = std::strrchr(op.target.c_str(), '/');
+      int dir = root;
+      if (slash != nullptr) {
+        char parent[PATH_MAX];
+        size_t n = static_cast<size_t>(slash - op.target.c_str());
+        if (n >= sizeof parent) {
+          errno = ENAMETOOLONG;
+          return false;
+        }
+        std::memcpy(parent, op.target.c_str(), n);
+        parent[n] = '\0';
+        // Walked link-free, and never created: what is not there needs no cover.
+        dir = make_target(root, parent, false, false);
+        if (dir < 0) return false;
+      }
+      bool ok = cover_with(root, kNoticeFile, dir, slash != nullptr ? slash + 1 : op.target.c_str());
+      int err = errno;
+      if (dir != root) close(dir);
+      errno = err;
+      return ok || err == ENOENT;  // nothing there to cover
+    }
+  }
+  errno = EINVAL;
+  return false;
+}
+
+}  // namespace
+
+bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
+  // Nothing we mount may propagate back to the host.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return fail(failure, Step::mount_private, -1);
+
+  // Every source is opened before the new root hides the host's paths.
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    MountOp& op = plan.ops[i];
+    if (op.kind != MountOp::Kind::bind) continue;
+    if (op.detached) {
+      op.source_fd = op.detached.release();
+      continue;
+    }
+    int path = sys::openat2(AT_FDCWD, op.source.c_str(), O_PATH | O_CLOEXEC, 0, kResolveSafe);
+    if (path < 0) return fail(failure, Step::open_source, static_cast<int>(i));
+    unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (op.file ? 0 : AT_RECURSIVE);
+    op.source_fd = sys::open_tree(path, "", flags);
+    int err = errno;
+    close(path);
+    errno = err;
+    if (op.source_fd < 0) return fail(failure, Step::open_source, static_cast<int>(i));
+    if (sys::mount_setattr(op.source_fd, "", AT_EMPTY_PATH | (op.file ? 0 : AT_RECURSIVE), op.attrs, 0) != 0)
+      return fail(failure, Step::open_source, static_cast<int>(i));
+  }
+
+  // The new root: a small tmpfs stacked on "/", entered by descriptor.
+  MountOp root_op;
+  root_op.fs_mode = "0755";
+  root_op.fs_size = "8388608";
+  root_op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  int root = new_filesystem("tmpfs", root_op);
+  if (root < 0) return fail(failure, Step::new_root, -1);
+  if (sys::move_mount(root, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0 || fchdir(root) != 0)
+    return fail(failure, Step::new_root, -1);
+  int empty = openat(root, kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+  if (empty < 0) return fail(failure, Step::new_root, -1);
+  close(empty);
+  if (plan.has_covers && !write_notice(root)) return fail(failure, Step::cover, -1);
+
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    if (!run_op(plan.ops[i], root)) return fail(failure, plan.ops[i].step, static_cast<int>(i));
+  }
+  // The binds hold their own references; the names go.
+  unlinkat(root, kEmptyFile, 0);
+  if (plan.has_covers) unlinkat(root, kNoticeFile, 0);
+
+  if (sys::pivot_root(".", ".") != 0) return fail(failure, Step::pivot_root, -1);
+  if (umount2(".", MNT_DETACH) != 0) return fail(failure, Step::pivot_root, -1);
+  if (chdir("/") != 0) return fail(failure, Step::pivot_root, -1);
+  if (sys::mount_setattr(root, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0) != 0)
+    return fail(failure, Step::root_readonly, -1);
+  close(root);
+  return true;
+}
+
+}  // namespace chock::sandbox

@@ -1,0 +1,66 @@
+// The mount tree of a call: planned before the fork (every path checked,
+// every string built), then built in the program process after unshare, and
+// entered with pivot_root.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chock/config.hpp"
+#include "chock/error.hpp"
+#include "sandbox/steps.hpp"
+#include "util/fd.hpp"
+
+namespace chock::sandbox {
+
+// The 20 /proc entries covered by an empty file.
+extern const char* const kMaskedProcEntries[20];
+
+// The text that stands in for a denied file.
+extern const char kDenyNotice[];
+
+struct MountOp {
+  enum class Kind : std::uint8_t {
+    bind,     // a host file or directory at `target`
+    symlink,  // `target` -> `source` (the toolchain's usrmerge links, /dev/fd)
+    tmpfs,    // a fresh tmpfs
+    proc,     // a fresh procfs, entries masked, then read-only
+    devpts,   // a new devpts instance
+    seal,     // make the mount at `target` read-only (not recursive)
+    cover,    // the deny notice over the file at `target`
+  };
+  Kind kind = Kind::bind;
+  Step step = Step::mount_tree;  // reported when this operation fails
+  std::string source;            // bind: host path; symlink: link text
+  std::string target;            // inside, relative to the new root: "usr", "home/u/p"
+  std::string label;             // how a message names it: "--ro /srv/data"
+  bool file = false;             // the mount point is a regular file
+  bool read_only = true;
+  Access access = Access::read_only;  // for the Landlock rule this mount implies
+  bool landlock = false;              // whether this mount gets a Landlock rule of its own
+  std::uint64_t attrs = 0;            // MOUNT_ATTR_* for a new filesystem or a bind
+  std::string fs_size;                // tmpfs: "size" option
+  std::string fs_mode;                // tmpfs: "mode" option
+  UniqueFd detached;                  // a source cloned before the fork (root callers)
+  int source_fd = -1;                 // scratch: the source's clone, made after unshare
+};
+
+struct MountPlan {
+  std::vector<MountOp> ops;  // parents before children
+  bool has_covers = false;
+};
+
+// Checks every source (absolute, exists, no symbolic-link component) and
+// builds the operations. A root caller's sources are cloned here, as root,
+// because the program will not be able to reach a root-only directory.
+Expected<MountPlan> plan_mounts(const Config& config, bool clone_sources_now);
+
+// In the program process, after unshare: builds the tree on a fresh tmpfs,
+// pivots into it and detaches the old root. Async-signal-safe.
+bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept;
+
+// "/a//b/" -> "/a/b"; empty when the path is not absolute or has "." or ".." components.
+std::string normalize_absolute(const std::string& path);
+
+}  // namespace chock::sandbox

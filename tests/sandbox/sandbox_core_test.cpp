@@ -1,0 +1,349 @@
+// The sandbox core (issue 2), proven by attacks: each test tries what a
+// defence stops, asserts how it was stopped, and that a neighbour still works.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "chock/sandbox.hpp"
+#include "process.hpp"
+
+namespace chock {
+namespace {
+
+using test::Output;
+using test::RunOptions;
+
+std::string trim(const std::string& s) {
+  auto end = s.find_last_not_of("\r\n ");
+  return end == std::string::npos ? "" : s.substr(0, end + 1);
+}
+
+// `chock sandbox --ro <stage> ARGS -- CMD...`: the stage holds the probe.
+Output sandbox(std::vector<std::string> args, const std::vector<std::string>& command,
+               const RunOptions& o = {}) {
+  std::vector<std::string> full{"sandbox", "--ro", test::stage_dir()};
+  full.insert(full.end(), args.begin(), args.end());
+  full.push_back("--");
+  full.insert(full.end(), command.begin(), command.end());
+  return test::chock(full, o);
+}
+
+Output probe(std::vector<std::string> args, std::vector<std::string> probe_args, const RunOptions& o = {}) {
+  std::vector<std::string> cmd{test::program("probe")};
+  cmd.insert(cmd.end(), probe_args.begin(), probe_args.end());
+  return sandbox(std::move(args), cmd, o);
+}
+
+// Host processes whose command line contains `marker`.
+int count_host_processes(const std::string& marker) {
+  int count = 0;
+  DIR* d = opendir("/proc");
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (auto& ch : cmdline)
+      if (ch == '\0') ch = ' ';
+    if (cmdline.rfind(marker, 0) == 0) ++count;  // the command itself, not a shell naming it
+  }
+  closedir(d);
+  return count;
+}
+
+std::string unique_sleep_seconds() {
+  // A sleep length no other process on the machine is using: a marker.
+  return std::to_string(1000 + (getpid() % 1000)) + "." + std::to_string(std::rand() % 100000 + 1);
+}
+
+TEST(Identity, NoUidZeroAndNoCapability) {
+  Output o = probe({}, {"identity"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  uid_t expected = test::running_as_root() ? 65534 : geteuid();
+  EXPECT_NE(o.out.find("uid " + std::to_string(expected) + " euid " + std::to_string(expected)),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("uid 0 "), std::string::npos) << o.out;
+  for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    EXPECT_NE(o.out.find(std::string(cap) + ":\t0000000000000000"), std::string::npos) << cap << "\n"
+                                                                                       << o.out;
+  }
+  EXPECT_NE(o.out.find("NoNewPrivs:\t1"), std::string::npos) << o.out;
+}
+
+TEST(Identity, RootCallerCannotReadShadow) {
+  if (!test::running_as_root()) GTEST_SKIP() << "the root caller's promise; this run is unprivileged";
+  // Root on the host can read it: the defence is the uid the call runs as.
+  ASSERT_EQ(access("/etc/shadow", R_OK), 0);
+  EXPECT_EQ(trim(probe({}, {"read", "/etc/shadow"}).out), "EACCES");
+  EXPECT_EQ(trim(probe({}, {"read", "/etc/passwd"}).out).rfind("ok", 0), 0u);
+}
+
+TEST(Identity, UserFlagIsForRootOnly) {
+  Output o = probe({"--user", "4242"}, {"identity"});
+  if (test::running_as_root()) {
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("uid 4242 euid 4242"), std::string::npos) << o.out;
+  } else {
+    EXPECT_EQ(o.status, 125);
+    EXPECT_NE(o.err.find("--user is only for a root caller"), std::string::npos) << o.err;
+  }
+}
+
+TEST(MountTree, HostHomeIsAbsent) {
+  const char* home = std::getenv("HOME");
+  ASSERT_NE(home, nullptr);
+  ASSERT_EQ(access(home, F_OK), 0) << "the host's $HOME exists outside";
+  EXPECT_EQ(trim(probe({}, {"stat", home}).out), "ENOENT");
+}
+
+TEST(MountTree, ReadOnlyBindRefusesWritesWithErofs) {
+  test::TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  EXPECT_EQ(trim(probe({"--ro", dir.path()}, {"write", dir / "f"}).out), "EROFS");
+  EXPECT_FALSE(test::exists(dir / "f"));
+  // The neighbour: the same directory read-write takes the write, on the host.
+  EXPECT_EQ(trim(probe({"--rw", dir.path()}, {"write", dir / "f"}).out), "ok");
+  EXPECT_EQ(test::read_file(dir / "f"), "probe\n");
+}
+
+TEST(MountTree, ToolchainIsReadOnly) {
+  EXPECT_EQ(trim(probe({}, {"write", "/usr/chock-probe"}).out), "EROFS");
+  EXPECT_EQ(trim(probe({}, {"write", "/etc/chock-probe"}).out), "EROFS");
+  EXPECT_EQ(trim(probe({}, {"write", "/chock-probe"}).out), "EROFS");
+  EXPECT_EQ(trim(probe({}, {"write", "/tmp/chock-probe"}).out), "ok");
+}
+
+TEST(MountTree, MaskedProcEntriesReadEmpty) {
+  const char* entries[] = {"cmdline",     "version",       "kallsyms",   "config.gz",     "kcore",
+                           "modules",     "iomem",         "ioports",    "mtrr",          "sched_debug",
+                           "timer_list",  "latency_stats", "interrupts", "schedstat",     "slabinfo",
+                           "vmallocinfo", "keys",          "key-users",  "sysrq-trigger", "kmsg"};
+  int present = 0;
+  for (const char* e : entries) {
+    std::string path = std::string("/proc/") + e;
+    Output o = probe({}, {"read", path});
+    if (access(path.c_str(), F_OK) != 0) {
+      EXPECT_EQ(trim(o.out), "ENOENT") << path;  // this kernel has no such entry
+      continue;
+    }
+    ++present;
+    EXPECT_EQ(trim(o.out), "ok 0") << path << " is not masked";
+  }
+  EXPECT_GE(present, 10);  // the test is not vacuous on this kernel
+  // The live neighbours.
+  Output cpu = probe({}, {"read", "/proc/cpuinfo"});
+  EXPECT_EQ(cpu.out.rfind("ok ", 0), 0u);
+  EXPECT_NE(trim(cpu.out), "ok 0");
+  Output exe = sandbox({}, {"readlink", "/proc/self/exe"});
+  EXPECT_EQ(trim(exe.out), "/usr/bin/readlink");
+  EXPECT_EQ(trim(probe({}, {"write", "/proc/sys/kernel/hostname"}).out), "EROFS");
+}
+
+TEST(PidNamespace, OnlyTheCallsOwnProcessesAreVisible) {
+  Output o = probe({}, {"pids"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  std::istringstream in(o.out);
+  std::vector<int> pids;
+  for (std::string line; std::getline(in, line);) pids.push_back(std::stoi(line));
+  EXPECT_EQ(pids, (std::vector<int>{1, 2})) << o.out;
+}
+
+TEST(PidNamespace, SignallingAHostProcessFails) {
+  // This test's own pid: alive on the host, unnamed inside.
+  EXPECT_EQ(trim(probe({}, {"kill", std::to_string(getpid())}).out), "ESRCH");
+  EXPECT_EQ(trim(probe({}, {"kill", "2"}).out), "ok");  // itself
+}
+
+TEST(Network, NoneRefusesEveryAddressWithEnetunreach) {
+  EXPECT_EQ(trim(probe({}, {"connect", "1.1.1.1", "80"}).out), "ENETUNREACH");
+  EXPECT_EQ(trim(probe({"--net", "none"}, {"connect", "127.0.0.1", "80"}).out), "ENETUNREACH");
+  EXPECT_EQ(trim(probe({}, {"socketpair"}).out), "ok");
+}
+
+TEST(Network, HostReachesALocalListener) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(s, 4), 0);
+  socklen_t len = sizeof addr;
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::string port = std::to_string(ntohs(addr.sin_port));
+  EXPECT_EQ(trim(probe({"--net", "host"}, {"connect", "127.0.0.1", port}).out), "ok");
+  EXPECT_EQ(trim(probe({"--net", "none"}, {"connect", "127.0.0.1", port}).out), "ENETUNREACH");
+  close(s);
+}
+
+TEST(Descriptors, InheritedDescriptorIsClosedInside) {
+  int fd = open("/etc/hostname", O_RDONLY);  // no O_CLOEXEC: chock inherits it
+  ASSERT_GE(fd, 0);
+  ASSERT_NE(dup2(fd, 5), -1);
+  close(fd);
+  RunOptions o;
+  o.keep_fds = {5};
+  // The probe, run directly with the same options, does see it: the test can fail.
+  Output direct = test::run_process({test::program("probe"), "fd", "5"}, o);
+  EXPECT_EQ(trim(direct.out), "open");
+  EXPECT_EQ(trim(probe({}, {"fd", "5"}, o).out), "closed");
+  close(5);
+}
+
+TEST(Descriptors, StdinIsDevNullUnlessAsked) {
+  RunOptions o;
+  o.stdin_data = "hello from the caller";
+  EXPECT_EQ(trim(probe({}, {"stdin"}, o).out), "/dev/null");
+  EXPECT_EQ(probe({}, {"cat"}, o).out, "");
+  EXPECT_EQ(probe({"--stdin"}, {"cat"}, o).out, "hello from the caller");
+}
+
+TEST(ProcessTree, DaemonLeftBehindIsGoneWhenChockReturns) {
+  std::string marker = unique_sleep_seconds();
+  Output o = sandbox({}, {"sh", "-c", "setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & exit 0"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(count_host_processes("sleep " + marker), 0);
+}
+
+TEST(ProcessTree, TimeoutEndsTheWholeTree) {
+  std::string marker = unique_sleep_seconds();
+  auto start = std::chrono::steady_clock::now();
+  Output o =
+      sandbox({"--timeout", "1"},
+              {"sh", "-c", "setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & sleep " + marker});
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(o.status, 128 + SIGKILL);
+  EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_EQ(count_host_processes("sleep " + marker), 0);
+}
+
+TEST(ProcessTree, CancelBySigtermEndsTheWholeTree) {
+  std::string marker = unique_sleep_seconds();
+  std::string chock = test::chock_binary();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(chock.c_str(), chock.c_str(), "sandbox", "--", "sh", "-c",
+          ("setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & sleep " + marker).c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until both sleeps run, then cancel.
+  for (int i = 0; i < 100 && count_host_processes("sleep " + marker) < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(count_host_processes("sleep " + marker), 2);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL);
+  EXPECT_EQ(count_host_processes("sleep " + marker), 0);
+}
+
+TEST(ProcessTree, OrphanedZombieIsReaped) {
+  Output o = probe({}, {"zombie"});
+  EXPECT_EQ(trim(o.out), "zombies 0") << o.err;
+}
+
+TEST(ExitStatus, ProgramCodesSignalsAndChocksOwn) {
+  EXPECT_EQ(probe({}, {"exit", "0"}).status, 0);
+  EXPECT_EQ(probe({}, {"exit", "7"}).status, 7);
+  Output killed = probe({}, {"raise", "9"});
+  EXPECT_EQ(killed.status, 128 + 9);
+  EXPECT_NE(killed.err.find("SIGKILL"), std::string::npos) << killed.err;
+  Output missing_bind = probe({"--ro", "/nonexistent/chock-test"}, {"exit", "0"});
+  EXPECT_EQ(missing_bind.status, 125);
+  EXPECT_NE(missing_bind.err.find("--ro /nonexistent/chock-test"), std::string::npos) << missing_bind.err;
+  EXPECT_NE(missing_bind.err.find("ENOENT"), std::string::npos) << missing_bind.err;
+  Output missing_cmd = sandbox({}, {"chock-no-such-command"});
+  EXPECT_EQ(missing_cmd.status, 127);
+  EXPECT_NE(missing_cmd.err.find("command not found"), std::string::npos) << missing_cmd.err;
+  test::TempDir dir;
+  test::write_file(dir / "script", "#!/bin/sh\nexit 0\n", 0644);
+  Output not_exec = sandbox({"--ro", dir.path()}, {dir / "script"});
+  EXPECT_EQ(not_exec.status, 126);
+  EXPECT_NE(not_exec.err.find("EACCES"), std::string::npos) << not_exec.err;
+}
+
+TEST(ExitStatus, SetupStepAfterForkIsNamed) {
+  Output o = probe({"--cwd", "/nonexistent"}, {"exit", "0"});
+  EXPECT_EQ(o.status, 125);
+  EXPECT_NE(o.err.find("sandbox setup failed at chdir: ENOENT"), std::string::npos) << o.err;
+}
+
+TEST(ExitStatus, UnknownFlagIsOneLineAnd125) {
+  Output o = test::chock({"sandbox", "--no-such-flag", "--", "true"});
+  EXPECT_EQ(o.status, 125);
+  EXPECT_NE(o.err.find("--no-such-flag"), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+}
+
+TEST(ResultFile, CarriesExitSignalDurationAndSetupStep) {
+  test::TempDir dir;
+  std::string file = dir / "result.json";
+  probe({"--result", file}, {"exit", "7"});
+  auto j = nlohmann::json::parse(test::read_file(file));
+  EXPECT_EQ(j["exit_code"], 7);
+  EXPECT_TRUE(j["signal"].is_null());
+  EXPECT_GT(j["duration_ms"].get<double>(), 0.0);
+  probe({"--result", file}, {"raise", "15"});
+  j = nlohmann::json::parse(test::read_file(file));
+  EXPECT_EQ(j["signal"], 15);
+  EXPECT_EQ(j["exit_status"], 128 + 15);
+  probe({"--result", file, "--cwd", "/nonexistent"}, {"exit", "0"});
+  j = nlohmann::json::parse(test::read_file(file));
+  EXPECT_EQ(j["setup_failure"]["step"], "chdir");
+  EXPECT_EQ(j["setup_failure"]["errno_name"], "ENOENT");
+}
+
+TEST(Symlinks, BindSourceThroughALinkIsRefused) {
+  test::TempDir dir;
+  ASSERT_EQ(symlink("/etc", (dir / "link").c_str()), 0);
+  Output o = probe({"--ro", dir / "link"}, {"exit", "0"});
+  EXPECT_EQ(o.status, 125);
+  EXPECT_NE(o.err.find("symbolic link"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("/etc"), std::string::npos) << o.err;  // says where it leads
+  // A link in the middle of the path is refused the same way.
+  Output mid = probe({"--ro", dir / "link/ssl"}, {"exit", "0"});
+  EXPECT_EQ(mid.status, 125);
+  EXPECT_NE(mid.err.find("symbolic link"), std::string::npos) << mid.err;
+}
+
+// A mount target reached through a link planted in an earlier bind never
+// leads the mount out: the walk refuses the link (ELOOP).
+TEST(Symlinks, MountTargetThroughAPlantedLinkIsRefused) {
+  test::TempDir outer;
+  test::TempDir victim;
+  test::TempDir source;
+  chmod(outer.path().c_str(), 0777);
+  ASSERT_EQ(symlink(victim.path().c_str(), (outer / "planted").c_str()), 0);
+  Config c;
+  c.argv = {"/bin/true"};
+  c.binds.push_back(Bind{outer.path(), outer.path(), Access::read_write});
+  c.binds.push_back(Bind{source.path(), outer / "planted/inner", Access::read_only});
+  auto r = run(c);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r->setup_failure.has_value());
+  EXPECT_EQ(r->setup_failure->step, "mount_tree");
+  EXPECT_EQ(r->setup_failure->code, ELOOP);
+  EXPECT_FALSE(test::exists(victim / "inner"));
+}
+
+}  // namespace
+}  // namespace chock
