@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -100,9 +101,12 @@ int orphan(const char* path) {
   if (pid == 0) {
     setsid();
     if (fork() != 0) _exit(0);
-    FILE* f = std::fopen(path, "w");
+    // Whole or not at all: the program waits for the name to appear.
+    std::string tmp = std::string(path) + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
     std::fprintf(f, "%d\n", getpid());
     std::fclose(f);
+    std::rename(tmp.c_str(), path);
     for (;;) pause();
   }
   int st = 0;
