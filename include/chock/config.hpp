@@ -26,12 +26,11 @@ struct Bind {
   Access access = Access::read_only;
 };
 
-// An overlay the sandbox mounts inside its own user namespace (overlayfs with
-// `userxattr`, so it needs no privilege): `lower` read-only, `upper` and
-// `work` writable host directories on one file system, all opened as the
-// caller before privileges drop; mounted at `target` (absolute, inside) after
-// the binds, read-write for the call. The workspace of a project that is not
-// a git repository is one of these, at the project's own path.
+// An overlay the sandbox mounts (overlayfs with `userxattr`, so it needs no
+// privilege): `lower` read-only, `upper` and `work` writable host directories
+// on one file system, all opened as the caller before privileges drop;
+// mounted read-write at `target` (absolute, inside) after the binds. The
+// workspace of a project that is not a git repository is one of these.
 struct Overlay {
   std::string lower;
   std::string upper;
@@ -71,19 +70,19 @@ struct Containment {
 };
 
 struct Config {
-  std::vector<std::string> argv;                 // argv[0] is looked up on PATH inside
-  std::optional<std::vector<std::string>> env;   // "K=V" entries; nullopt: the caller's
-  std::vector<Bind> binds;                       // applied in order, parents first
-  std::vector<Overlay> overlays;                 // mounted after the binds, in order
-  bool toolchain = true;                         // /usr /bin /lib* /sbin /etc read-only
-  std::vector<std::string> covers;               // files inside replaced by the deny notice
+  std::vector<std::string> argv;                // argv[0] is looked up on PATH inside
+  std::optional<std::vector<std::string>> env;  // "K=V" entries; nullopt: the caller's
+  std::vector<Bind> binds;                      // applied in order, parents first
+  std::vector<Overlay> overlays;                // mounted after the binds, in order
+  bool toolchain = true;                        // /usr /bin /lib* /sbin /etc read-only
+  std::vector<std::string> covers;              // files inside replaced by the deny notice
   std::string cwd = "/";
   Network network = Network::none;
-  std::optional<uid_t> user;                     // root callers only; default 65534
-  bool pass_stdin = false;                       // otherwise stdin is /dev/null
+  std::optional<uid_t> user;  // root callers only; default 65534
+  bool pass_stdin = false;    // otherwise stdin is /dev/null
   std::optional<std::chrono::milliseconds> timeout;
-  bool allow_jit = false;                        // drops the write-xor-execute rules only
-  std::uint64_t tmp_size_bytes = 1ULL << 30;     // the /tmp tmpfs cap
+  bool allow_jit = false;                     // drops the write-xor-execute rules only
+  std::uint64_t tmp_size_bytes = 1ULL << 30;  // the /tmp tmpfs cap
   // Landlock rules to use instead of those derived from the binds: only ever
   // narrower than the mounts (tests and embedders proving the layer alone).
   std::optional<std::vector<Grant>> landlock_grants;

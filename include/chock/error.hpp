@@ -11,10 +11,10 @@ namespace chock {
 // Failures a caller may want to act on by kind rather than by message.
 enum class Errc {
   other,
-  bad_config,                     // the Config asks for something impossible
-  landlock_unavailable,           // the kernel has no Landlock: a refusal to run
-  cgroup_placement_unsupported,   // a supplied cgroup cannot be entered on this kernel
-  cgroup_placement_refused,       // the kernel refused to create the process in it
+  bad_config,                    // the Config asks for something impossible
+  landlock_unavailable,          // the kernel has no Landlock: a refusal to run
+  cgroup_placement_unsupported,  // a supplied cgroup cannot be entered on this kernel
+  cgroup_placement_refused,      // the kernel refused to create the process in it
 };
 
 struct Error {
@@ -38,21 +38,37 @@ template <class T>
 class [[nodiscard]] Expected {
  public:
   Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  Expected(Error error)
+      : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
 
-  T& value() & { assert(has_value()); return std::get<0>(v_); }
-  const T& value() const& { assert(has_value()); return std::get<0>(v_); }
-  T&& value() && { assert(has_value()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(has_value());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(has_value());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(has_value());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const& { assert(!has_value()); return std::get<1>(v_); }
-  Error&& error() && { assert(!has_value()); return std::get<1>(std::move(v_)); }
+  const Error& error() const& {
+    assert(!has_value());
+    return std::get<1>(v_);
+  }
+  Error&& error() && {
+    assert(!has_value());
+    return std::get<1>(std::move(v_));
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -65,8 +81,14 @@ class [[nodiscard]] Expected<void> {
   Expected(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
   [[nodiscard]] bool has_value() const noexcept { return ok_; }
   explicit operator bool() const noexcept { return ok_; }
-  const Error& error() const& { assert(!ok_); return error_; }
-  Error&& error() && { assert(!ok_); return std::move(error_); }
+  const Error& error() const& {
+    assert(!ok_);
+    return error_;
+  }
+  Error&& error() && {
+    assert(!ok_);
+    return std::move(error_);
+  }
 
  private:
   Error error_;

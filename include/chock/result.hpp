@@ -17,11 +17,11 @@ struct SetupFailure {
 };
 
 struct LandlockReport {
-  int abi = 0;                             // what the kernel answered
-  std::uint64_t handled = 0;               // filesystem rights the ruleset handles
-  std::vector<std::string> missing;        // rights the spec wants that this ABI lacks
-  bool scoped_abstract_unix = false;       // ABI 6+
-  bool scoped_signals = false;             // ABI 6+
+  int abi = 0;                        // what the kernel answered
+  std::uint64_t handled = 0;          // filesystem rights the ruleset handles
+  std::vector<std::string> missing;   // rights the spec wants that this ABI lacks
+  bool scoped_abstract_unix = false;  // ABI 6+
+  bool scoped_signals = false;        // ABI 6+
 };
 
 enum class CgroupState {
@@ -40,15 +40,19 @@ struct LimitsReport {
   };
   std::vector<Rlimit> rlimits;
   CgroupState cgroup = CgroupState::off;
-  std::string cgroup_reason;                  // for unsupported
-  std::optional<std::uint64_t> memory_max;    // as written to memory.max
-  std::optional<std::uint64_t> pids_max;      // as written to pids.max
-  std::uint64_t memory_oom_kills = 0;         // memory.events oom_kill
-  std::uint64_t memory_max_events = 0;        // memory.events max
-  std::uint64_t pids_max_events = 0;          // pids.events max
-  // memory, processes, open_files, file_size, cpu_time, core_dump; empty when no limit ended it
+  std::string cgroup_reason;                // for unsupported
+  std::optional<std::uint64_t> memory_max;  // as written to memory.max
+  std::optional<std::uint64_t> pids_max;    // as written to pids.max
+  std::uint64_t memory_oom_kills = 0;       // memory.events oom_kill
+  std::uint64_t memory_max_events = 0;      // memory.events max
+  std::uint64_t pids_max_events = 0;        // pids.events max
+  // memory, processes, open_files, file_size, cpu_time; empty when no limit ended it.
+  // (core_dump is never a cause: see core_dump_suppressed.)
   std::string killed_by;
-  std::uint64_t killed_by_limit = 0;          // the value of that limit
+  std::uint64_t killed_by_limit = 0;  // the value of that limit
+  // The program died of a signal that dumps core and none was written, because
+  // the floor sets RLIMIT_CORE to 0. Never a cause of death by itself.
+  bool core_dump_suppressed = false;
 };
 
 struct Result {

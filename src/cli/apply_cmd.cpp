@@ -93,7 +93,11 @@ int apply(const ApplyOptions& o) {
     std::fprintf(stderr, "chock: %s\n", outcome.error().message().c_str());
     return outcome.error().kind == Errc::bad_config ? 2 : 1;
   }
-  std::fprintf(stderr, "chock: %s\n", outcome->message.c_str());
+  // Every line of the message is Chock's, and says so.
+  std::string text = outcome->message;
+  for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+    text.replace(at, 1, "\nchock: ");
+  std::fprintf(stderr, "chock: %s\n", text.c_str());
   return outcome->state == workspace::ApplyOutcome::State::refused ? 1 : 0;
 }
 

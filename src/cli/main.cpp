@@ -18,9 +18,7 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e, const char* subco
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{"chock: a sandbox for AI-agent tool calls", "chock"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "chock 0.1.0");
@@ -43,4 +41,16 @@ int main(int argc, char** argv) {
     return usage_error(app, e, sub);
   }
   return action ? action() : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    // Errors travel as values; this is the net under a bug, not a path.
+    std::fprintf(stderr, "chock: internal error: %s\n", e.what());
+    return chock::cli::kExitChockFailed;
+  }
 }

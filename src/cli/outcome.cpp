@@ -24,7 +24,9 @@ void write_result_file(const std::string& path, const std::string& json) {
   if (path.empty()) return;
   std::ofstream f(path, std::ios::trunc);
   f << json << "\n";
-  if (!f) std::fprintf(stderr, "chock: could not write the result file %s: %s\n", path.c_str(), std::strerror(errno));
+  if (!f)
+    std::fprintf(stderr, "chock: could not write the result file %s: %s\n", path.c_str(),
+                 std::strerror(errno));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // bwrap is to Flatpak. Every option maps onto one field of chock::Config.
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <chrono>
 #include <memory>
 
@@ -29,13 +31,19 @@ int run_sandbox(SandboxOptions& o) {
   } else if (o.net == "host") {
     c.network = Network::host;
   } else {
-    return refuse(Error{"--net " + o.net + ": expected none or host", "", 0, Errc::bad_config}, o.result_file);
+    return refuse(Error{"--net " + o.net + ": expected none or host", "", 0, Errc::bad_config},
+                  o.result_file);
   }
   if (o.user >= 0) c.user = static_cast<uid_t>(o.user);
   if (o.timeout_seconds > 0) {
     c.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
   }
   c.argv = o.command;
+  if (c.allow_jit) {
+    std::fprintf(stderr,
+                 "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
+                 "executable at once); every blocked call still kills, io_uring is still refused\n");
+  }
   CancelSignals cancel;
   auto child = spawn(c);
   if (!child) return refuse(child.error(), o.result_file);
@@ -52,28 +60,35 @@ void add_sandbox_command(CLI::App& app, Action& action) {
     return [o, access](const std::string& path) { o->config.binds.push_back(Bind{path, path, access}); };
   };
   // Binds are applied in the order given, so each is recorded as it parses.
-  sub->add_option_function<std::string>("--ro", bind(Access::read_only), "Bind PATH read-only at the same path")
+  sub->add_option_function<std::string>("--ro", bind(Access::read_only),
+                                        "Bind PATH read-only at the same path")
       ->type_name("PATH")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->trigger_on_parse();
-  sub->add_option_function<std::string>("--rw", bind(Access::read_write), "Bind PATH read-write at the same path")
+  sub->add_option_function<std::string>("--rw", bind(Access::read_write),
+                                        "Bind PATH read-write at the same path")
       ->type_name("PATH")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->trigger_on_parse();
-  sub->add_option_function<std::string>("--ro-file", bind(Access::read_only_file), "Bind one regular FILE read-only")
+  sub->add_option_function<std::string>("--ro-file", bind(Access::read_only_file),
+                                        "Bind one regular FILE read-only")
       ->type_name("FILE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->trigger_on_parse();
   sub->add_option("--cwd", o->config.cwd, "Working directory inside (default /)")->type_name("DIR");
-  sub->add_option("--net", o->net, "none (default): no network; host: the host's network")->type_name("none|host");
+  sub->add_option("--net", o->net, "none (default): no network; host: the host's network")
+      ->type_name("none|host");
   sub->add_option("--user", o->user, "Root callers only: the uid the command runs as (default 65534)")
       ->type_name("UID")
       ->check(CLI::Range(1LL, 4294967294LL));
   sub->add_flag("--stdin", o->config.pass_stdin, "Pass the caller's stdin (otherwise /dev/null)");
+  sub->add_flag("--allow-jit", o->config.allow_jit,
+                "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
   sub->add_option("--timeout", o->timeout_seconds, "Stop every process of the call after SECONDS")
       ->type_name("SECONDS")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--result", o->result_file, "Write the result as one JSON object to FILE")->type_name("FILE");
+  sub->add_option("--result", o->result_file, "Write the result as one JSON object to FILE")
+      ->type_name("FILE");
   sub->add_option("command", o->command, "The command and its arguments, after --")->required();
   sub->positionals_at_end();
   sub->final_callback([&action, o] { action = [o] { return run_sandbox(*o); }; });

@@ -14,9 +14,9 @@
 namespace chock::sandbox {
 
 const char* const kMaskedProcEntries[20] = {
-    "cmdline",   "version",       "kallsyms",   "config.gz",  "kcore",      "modules",  "iomem",
-    "ioports",   "mtrr",          "sched_debug", "timer_list", "latency_stats", "interrupts", "schedstat",
-    "slabinfo",  "vmallocinfo",   "keys",       "key-users",  "sysrq-trigger", "kmsg"};
+    "cmdline",  "version",     "kallsyms",    "config.gz",  "kcore",         "modules",    "iomem",
+    "ioports",  "mtrr",        "sched_debug", "timer_list", "latency_stats", "interrupts", "schedstat",
+    "slabinfo", "vmallocinfo", "keys",        "key-users",  "sysrq-trigger", "kmsg"};
 
 const char kDenyNotice[] = "chock: this file is denied by the project. Its bytes are not in this sandbox.\n";
 
@@ -28,6 +28,22 @@ constexpr const char* kEmptyFile = ".chock-empty";
 constexpr const char* kNoticeFile = ".chock-notice";
 constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
+// A detached overlayfs mount, or -1 with errno. System calls only.
+int make_overlay(const MountOp& op) noexcept {
+  int fs = sys::fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs < 0) return -1;
+  bool ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", op.source.c_str(), 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", op.upper.c_str(), 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_STRING, "workdir", op.work.c_str(), 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
+  int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
+  int err = errno;
+  close(fs);
+  errno = err;
+  return mnt;
+}
+
 // ---- before the fork -------------------------------------------------------
 
 MountOp make_op(MountOp::Kind kind, std::string target, std::string label) {
@@ -38,7 +54,8 @@ MountOp make_op(MountOp::Kind kind, std::string target, std::string label) {
   return op;
 }
 
-MountOp tmpfs_op(std::string target, const char* mode, std::uint64_t size, std::uint64_t attrs, Step step) {
+MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size, std::uint64_t attrs,
+                 Step step) {
   MountOp op = make_op(MountOp::Kind::tmpfs, target, "/" + target);
   op.step = step;
   op.fs_mode = mode;
@@ -72,13 +89,14 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
                                                         : "--ro-file";
   std::string source = normalize_absolute(bind.source);
   if (source.empty()) {
-    return Error{std::string(flag) + " " + bind.source + ": needs an absolute path without . or .. components",
-                 "", 0, Errc::bad_config};
+    return Error{
+        std::string(flag) + " " + bind.source + ": needs an absolute path without . or .. components", "", 0,
+        Errc::bad_config};
   }
   std::string target = bind.target.empty() ? source : normalize_absolute(bind.target);
   if (target.empty() || target == "/") {
-    return Error{std::string(flag) + " " + bind.source + ": the path inside must be absolute and not /", "", 0,
-                 Errc::bad_config};
+    return Error{std::string(flag) + " " + bind.source + ": the path inside must be absolute and not /", "",
+                 0, Errc::bad_config};
   }
   MountOp op = make_op(MountOp::Kind::bind, target.substr(1), std::string(flag) + " " + bind.source);
   op.source = source;
@@ -88,7 +106,8 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
   if (fstat(fd->get(), &st) != 0) return sys_error(op.label);
   op.file = !S_ISDIR(st.st_mode);
   if (bind.access == Access::read_only_file && !S_ISREG(st.st_mode)) {
-    return Error{op.label + ": --ro-file takes a regular file" + (S_ISDIR(st.st_mode) ? " (this is a directory: use --ro)" : ""),
+    return Error{op.label + ": --ro-file takes a regular file" +
+                     (S_ISDIR(st.st_mode) ? " (this is a directory: use --ro)" : ""),
                  "", 0, Errc::bad_config};
   }
   op.read_only = bind.access != Access::read_write;
@@ -96,10 +115,44 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op.read_only ? MOUNT_ATTR_RDONLY : 0);
   if (clone_now) {
-    op.detached.reset(sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    op.detached.reset(
+        sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
     if (!op.detached) return sys_error(op.label + ": clone the mount");
     if (sys::mount_setattr(op.detached.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, op.attrs, 0) != 0)
       return sys_error(op.label + ": set mount attributes");
+  }
+  plan.ops.push_back(std::move(op));
+  return {};
+}
+
+// The overlay's paths are checked like bind sources; the file system is made
+// (and its paths resolved) by whoever can reach them: the root caller here,
+// an unprivileged caller's program after unshare.
+Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_now) {
+  const std::string label = "overlay at " + overlay.target;
+  MountOp op = make_op(MountOp::Kind::overlay, {}, label);
+  std::string target = normalize_absolute(overlay.target);
+  if (target.empty() || target == "/")
+    return Error{label + ": the path inside must be absolute and not /", "", 0, Errc::bad_config};
+  op.target = target.substr(1);
+  std::string* fields[] = {&op.source, &op.upper, &op.work};
+  const std::string* given[] = {&overlay.lower, &overlay.upper, &overlay.work};
+  for (int i = 0; i < 3; ++i) {
+    *fields[i] = normalize_absolute(*given[i]);
+    // The option strings separate layers with ':' and options with ','.
+    if (fields[i]->empty() || fields[i]->find_first_of(":,\\") != std::string::npos)
+      return Error{label + ": " + *given[i] + ": needs an absolute path without : , or \\", "", 0,
+                   Errc::bad_config};
+    auto fd = open_source(*fields[i], label + " (" + *fields[i] + ")");
+    if (!fd) return std::move(fd).error();
+  }
+  op.read_only = false;
+  op.access = Access::read_write;
+  op.landlock = true;
+  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (clone_now) {
+    op.detached.reset(make_overlay(op));
+    if (!op.detached) return sys_error(label + ": mount overlayfs (lower " + op.source + ")");
   }
   plan.ops.push_back(std::move(op));
   return {};
@@ -167,8 +220,9 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
     const char* target;
     const char* text;
   };
-  for (Link l : {Link{"dev/ptmx", "pts/ptmx"}, Link{"dev/fd", "/proc/self/fd"}, Link{"dev/stdin", "/proc/self/fd/0"},
-                 Link{"dev/stdout", "/proc/self/fd/1"}, Link{"dev/stderr", "/proc/self/fd/2"}}) {
+  for (Link l :
+       {Link{"dev/ptmx", "pts/ptmx"}, Link{"dev/fd", "/proc/self/fd"}, Link{"dev/stdin", "/proc/self/fd/0"},
+        Link{"dev/stdout", "/proc/self/fd/1"}, Link{"dev/stderr", "/proc/self/fd/2"}}) {
     MountOp op = make_op(MountOp::Kind::symlink, l.target, std::string("/") + l.target);
     op.step = Step::dev;
     op.source = l.text;
@@ -179,51 +233,6 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
   MountOp seal = make_op(MountOp::Kind::seal, "dev", "/dev");
   seal.step = Step::dev;
   plan.ops.push_back(std::move(seal));
-  return {};
-}
-
-// An overlay's layers are bound into the new root first (like any bind, so
-// a root caller's are cloned before privileges drop), under a hidden
-// directory: overlayfs only takes layers from the mount namespace it is made
-// in. The overlay is then made from them, in the sandbox's user namespace,
-// and the helper binds are detached again.
-Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, size_t index) {
-  std::string target = normalize_absolute(overlay.target);
-  if (target.empty() || target == "/")
-    return Error{"overlay at " + overlay.target + ": the path inside must be absolute and not /", "", 0,
-                 Errc::bad_config};
-  MountOp op = make_op(MountOp::Kind::overlay, target.substr(1), "overlay at " + target);
-  // overlayfs wants upper and work on one mount: they are bound through their parent.
-  std::string upper = normalize_absolute(overlay.upper), work = normalize_absolute(overlay.work);
-  auto parent_of = [](const std::string& p) { return p.substr(0, p.rfind('/')); };
-  if (upper.empty() || work.empty() || upper == "/" || work == "/" || parent_of(upper) != parent_of(work) ||
-      parent_of(upper).empty())
-    return Error{op.label + ": upper and work must be absolute and in the same directory", "", 0, Errc::bad_config};
-  std::string base = ".chock-overlay-" + std::to_string(index);
-  op.layers[0] = base + "/lower";
-  op.layers[1] = base + "/rw" + upper.substr(upper.rfind('/'));
-  op.layers[2] = base + "/rw" + work.substr(work.rfind('/'));
-  struct Helper {
-    std::string source, target;
-    Access access;
-    const char* name;
-  };
-  for (const Helper& h : {Helper{overlay.lower, op.layers[0], Access::read_only, "lower"},
-                          Helper{parent_of(upper), base + "/rw", Access::read_write, "upper and work in"}}) {
-    auto added = add_bind(plan, Bind{h.source, "/" + h.target, h.access}, plan.clone_now);
-    if (!added) return added;
-    MountOp& helper = plan.ops.back();
-    if (helper.file)
-      return Error{op.label + ": " + h.name + " " + h.source + ": not a directory", "", ENOTDIR, Errc::bad_config};
-    helper.landlock = false;
-    helper.label = op.label + ": " + h.name + " " + h.source;
-  }
-  op.source = overlay.lower;
-  op.read_only = false;
-  op.access = Access::read_write;
-  op.landlock = true;
-  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  plan.ops.push_back(std::move(op));
   return {};
 }
 
@@ -258,20 +267,21 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   plan.ops.push_back(std::move(proc));
   auto d = add_dev(plan, config.tmp_size_bytes, clone_now);
   if (!d) return std::move(d).error();
-  plan.ops.push_back(tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
+  plan.ops.push_back(
+      tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
   plan.ops.back().landlock = true;
   for (const Bind& b : config.binds) {
     auto added = add_bind(plan, b, clone_now);
     if (!added) return std::move(added).error();
   }
-  plan.clone_now = clone_now;
-  for (size_t i = 0; i < config.overlays.size(); ++i) {
-    auto added = add_overlay(plan, config.overlays[i], i);
+  for (const Overlay& o : config.overlays) {
+    auto added = add_overlay(plan, o, clone_now);
     if (!added) return std::move(added).error();
   }
   for (const std::string& c : config.covers) {
     std::string target = normalize_absolute(c);
-    if (target.empty() || target == "/") return Error{"cover " + c + ": needs an absolute path", "", 0, Errc::bad_config};
+    if (target.empty() || target == "/")
+      return Error{"cover " + c + ": needs an absolute path", "", 0, Errc::bad_config};
     MountOp op = make_op(MountOp::Kind::cover, target.substr(1), "deny " + c);
     op.step = Step::cover;
     op.file = true;
@@ -343,7 +353,8 @@ int new_filesystem(const char* type, const MountOp& op) noexcept {
   if (fs < 0) return -1;
   bool ok = true;
   if (!op.fs_mode.empty()) ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", op.fs_mode.c_str(), 0) == 0;
-  if (ok && !op.fs_size.empty()) ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", op.fs_size.c_str(), 0) == 0;
+  if (ok && !op.fs_size.empty())
+    ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", op.fs_size.c_str(), 0) == 0;
   if (ok && op.kind == MountOp::Kind::devpts) {
     ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "ptmxmode", "0666", 0) == 0 &&
          sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0620", 0) == 0;
@@ -372,8 +383,9 @@ bool cover_with(int root, const char* file, int target_dir, const char* name) no
   if (target < 0) return false;
   int clone = sys::open_tree(root, file, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   bool ok = clone >= 0 &&
-            sys::mount_setattr(clone, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                                             MOUNT_ATTR_NOEXEC, 0) == 0 &&
+            sys::mount_setattr(clone, "", AT_EMPTY_PATH,
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                               0) == 0 &&
             sys::move_mount(clone, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
   int err = errno;
   if (clone >= 0) close(clone);
@@ -416,56 +428,10 @@ bool write_notice(int root) noexcept {
   return ok;
 }
 
-// The overlay filesystem over the layers already bound beneath `root`
-// (given by descriptor, or by their path from the root on a kernel that
-// takes only strings), attached at its target; then the helper binds go.
-bool mount_overlay(MountOp& op, int root) noexcept {
-  int fs = sys::fsopen("overlay", FSOPEN_CLOEXEC);
-  if (fs < 0) return false;
-  static const char* const kKeys[3] = {"lowerdir+", "upperdir", "workdir"};
-  bool ok = sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0;
-  for (int i = 0; ok && i < 3; ++i) {
-    int layer = make_target(root, op.layers[i].c_str(), false, false);
-    ok = layer >= 0;
-    if (ok && sys::fsconfig(fs, FSCONFIG_SET_FD, kKeys[i], nullptr, layer) != 0)
-      ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, i == 0 ? "lowerdir" : kKeys[i], op.layers[i].c_str(), 0) == 0;
-    if (layer >= 0) close(layer);
-  }
-  if (ok) ok = sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
-  int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
-  int err = errno;
-  close(fs);
-  if (mnt < 0) {
-    errno = err;
-    return false;
-  }
-  ok = attach(mnt, root, op);
-  err = errno;
-  close(mnt);
-  // The overlay holds private clones of its layers; the helper mounts go.
-  char helper[PATH_MAX];
-  const char* slash = std::strchr(op.layers[0].c_str(), '/');
-  size_t n = slash != nullptr ? static_cast<size_t>(slash - op.layers[0].c_str()) : 0;
-  if (ok && (n == 0 || n + 4 >= sizeof helper)) {
-    ok = false;
-    err = ENAMETOOLONG;
-  }
-  for (const char* leaf : {"/lower", "/rw", ""}) {
-    if (!ok) break;
-    std::memcpy(helper, op.layers[0].c_str(), n);
-    std::memcpy(helper + n, leaf, std::strlen(leaf) + 1);
-    ok = (*leaf == '\0' || umount2(helper, MNT_DETACH) == 0) && unlinkat(root, helper, AT_REMOVEDIR) == 0;
-    err = errno;
-  }
-  errno = err;
-  return ok;
-}
-
 bool run_op(MountOp& op, int root) noexcept {
   switch (op.kind) {
-    case MountOp::Kind::overlay:
-      return mount_overlay(op, root);
-    case MountOp::Kind::bind: {
+    case MountOp::Kind::bind:
+    case MountOp::Kind::overlay: {
       bool ok = attach(op.source_fd, root, op);
       int err = errno;
       close(op.source_fd);
@@ -545,14 +511,20 @@ bool run_op(MountOp& op, int root) noexcept {
 
 bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
   // Nothing we mount may propagate back to the host.
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(failure, Step::mount_private, -1);
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return fail(failure, Step::mount_private, -1);
 
   // Every source is opened before the new root hides the host's paths.
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     MountOp& op = plan.ops[i];
-    if (op.kind != MountOp::Kind::bind) continue;
+    if (op.kind != MountOp::Kind::bind && op.kind != MountOp::Kind::overlay) continue;
     if (op.detached) {
       op.source_fd = op.detached.release();
+      continue;
+    }
+    if (op.kind == MountOp::Kind::overlay) {
+      op.source_fd = make_overlay(op);
+      if (op.source_fd < 0) return fail(failure, Step::mount_tree, static_cast<int>(i));
       continue;
     }
     int path = sys::openat2(AT_FDCWD, op.source.c_str(), O_PATH | O_CLOEXEC, 0, kResolveSafe);

@@ -29,7 +29,7 @@ struct MountOp {
     devpts,   // a new devpts instance
     seal,     // make the mount at `target` read-only (not recursive)
     cover,    // the deny notice over the file at `target`
-    overlay,  // a rootless overlayfs (userxattr) of the binds at `layers`, at `target`
+    overlay,  // overlayfs: lower `source`, `upper`, `work`, read-write at `target`
   };
   Kind kind = Kind::bind;
   Step step = Step::mount_tree;  // reported when this operation fails
@@ -43,15 +43,15 @@ struct MountOp {
   std::uint64_t attrs = 0;            // MOUNT_ATTR_* for a new filesystem or a bind
   std::string fs_size;                // tmpfs: "size" option
   std::string fs_mode;                // tmpfs: "mode" option
+  std::string upper;                  // overlay
+  std::string work;                   // overlay
   UniqueFd detached;                  // a source cloned before the fork (root callers)
   int source_fd = -1;                 // scratch: the source's clone, made after unshare
-  std::string layers[3];              // overlay: where its lower, upper and work are bound first
 };
 
 struct MountPlan {
   std::vector<MountOp> ops;  // parents before children
   bool has_covers = false;
-  bool clone_now = false;    // sources were cloned before the fork (a root caller)
 };
 
 // Checks every source (absolute, exists, no symbolic-link component) and

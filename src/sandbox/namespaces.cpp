@@ -43,7 +43,8 @@ Expected<Identity> plan_identity(const Config& config) {
   }
   if (root) {
     id.uid = config.user.value_or(kDefaultRootCallerUid);
-    if (id.uid == 0) return Error{"--user 0: the sandboxed program never runs as root", "", 0, Errc::bad_config};
+    if (id.uid == 0)
+      return Error{"--user 0: the sandboxed program never runs as root", "", 0, Errc::bad_config};
     id.gid = config.user ? static_cast<gid_t>(id.uid) : static_cast<gid_t>(kDefaultRootCallerUid);
     id.drop_from_root = true;
   } else {

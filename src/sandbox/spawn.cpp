@@ -26,8 +26,10 @@
 
 #include "chock/sandbox.hpp"
 #include "sandbox/capabilities.hpp"
+#include "sandbox/landlock.hpp"
 #include "sandbox/mount_tree.hpp"
 #include "sandbox/namespaces.hpp"
+#include "sandbox/seccomp.hpp"
 #include "sandbox/steps.hpp"
 #include "util/fd.hpp"
 #include "util/syscalls.hpp"
@@ -62,7 +64,47 @@ struct Launch {
   std::vector<int> keep_fds;   // sorted: what the middle keeps open
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
   pid_t caller_pid = 0;
+  landlock::Prepared landlock;
+  seccomp::Program filter;
 };
+
+// The Landlock rules of a call, from its mount plan: a bind's grant set, /tmp
+// and /dev/shm read-write, /proc read-only, each device node what a device
+// needs, and "/" read_dir alone so `ls /` works. Config::landlock_grants, when
+// given, replaces the rules of the caller's own binds (never the toolchain's,
+// /dev's, /proc's or /tmp's).
+std::vector<landlock::Rule> landlock_rules(const Config& config, const sandbox::MountPlan& plan, int abi) {
+  std::vector<std::string> caller_targets;
+  if (config.landlock_grants) {
+    for (const Bind& b : config.binds) {
+      caller_targets.push_back(sandbox::normalize_absolute(b.target.empty() ? b.source : b.target));
+    }
+  }
+  std::vector<landlock::Rule> rules = {{"/", landlock::right::read_dir}};
+  for (const auto& op : plan.ops) {
+    const std::string path = "/" + op.target;
+    const bool device = op.kind == sandbox::MountOp::Kind::devpts ||
+                        (op.kind == sandbox::MountOp::Kind::bind && op.step == Step::dev && !op.landlock);
+    if (device) {
+      rules.push_back({path, landlock::device_rights(abi)});
+      continue;
+    }
+    if (!op.landlock) continue;
+    if (std::find(caller_targets.begin(), caller_targets.end(), path) != caller_targets.end()) continue;
+    rules.push_back({path, landlock::grant(op.access, abi)});
+  }
+  if (config.landlock_grants) {
+    for (const Grant& g : *config.landlock_grants) rules.push_back({g.path, landlock::grant(g.access, abi)});
+  }
+  return rules;
+}
+
+Step landlock_step(const char* step) noexcept {
+  if (std::strcmp(step, "landlock_rule") == 0) return Step::landlock_rule;
+  if (std::strcmp(step, "landlock_restrict") == 0) return Step::landlock_restrict;
+  if (std::strcmp(step, "no_new_privs") == 0) return Step::no_new_privs;
+  return Step::landlock_ruleset;
+}
 
 std::vector<std::string> exec_candidates(const std::string& command, const std::vector<std::string>& env) {
   if (command.find('/') != std::string::npos) return {command};
@@ -98,20 +140,24 @@ Expected<void> prepare_command(const Config& config, Launch& l) {
   for (auto& e : l.env_storage) l.envp.push_back(e.data());
   l.envp.push_back(nullptr);
   l.cwd = sandbox::normalize_absolute(config.cwd);
-  if (l.cwd.empty()) return Error{"--cwd " + config.cwd + ": needs an absolute path", "", 0, Errc::bad_config};
+  if (l.cwd.empty())
+    return Error{"--cwd " + config.cwd + ": needs an absolute path", "", 0, Errc::bad_config};
   l.pass_stdin = config.pass_stdin;
   return {};
 }
 
 // ---- after the fork ----------------------------------------------------------
 
-void report_failure(int channel, const StepFailure& f) noexcept { sandbox::fail_step(channel, f); }
+void report_failure(int channel, const StepFailure& f) noexcept {
+  sandbox::fail_step(channel, f);
+}
 
 // Closes every descriptor but those in the sorted `keep` list.
 bool close_all_but(const std::vector<int>& keep) noexcept {
   unsigned next = 0;
   for (int fd : keep) {
-    if (static_cast<unsigned>(fd) > next && sys::close_range(next, static_cast<unsigned>(fd) - 1, 0) != 0) return false;
+    if (static_cast<unsigned>(fd) > next && sys::close_range(next, static_cast<unsigned>(fd) - 1, 0) != 0)
+      return false;
     next = static_cast<unsigned>(fd) + 1;
   }
   return sys::close_range(next, ~0U, 0) == 0;
@@ -133,7 +179,8 @@ void reset_signals() noexcept {
   for (auto& candidate : l.candidates) {
     execve(candidate.c_str(), l.argv.data(), l.envp.data());
     // Like execvp: a missing entry moves on; a refusal is remembered.
-    if (errno == EACCES) saved = EACCES;
+    if (errno == EACCES)
+      saved = EACCES;
     else if (errno != ENOENT && errno != ENOTDIR) {
       saved = errno;
       break;
@@ -157,7 +204,16 @@ void reset_signals() noexcept {
   if (chdir(l.cwd.c_str()) != 0) report_failure(channel, {Step::chdir, errno, -1});
   if (!sandbox::drop_capabilities(&f)) report_failure(channel, f);
   if (!sandbox::set_no_new_privs(&f)) report_failure(channel, f);
+  landlock::Failure lf{"", 0, -1};
+  if (!landlock::apply(l.landlock, &lf)) {
+    // A rule's index is reported after the mount labels (see spawn()).
+    const int detail = lf.rule >= 0 ? static_cast<int>(l.mounts.ops.size()) + lf.rule : -1;
+    report_failure(channel, {landlock_step(lf.step), lf.error, detail});
+  }
+  int error = 0;
+  if (!seccomp::join_fresh_session_keyring(&error)) report_failure(channel, {Step::keyring, error, -1});
   reset_signals();
+  if (!seccomp::install(l.filter, &error)) report_failure(channel, {Step::seccomp, error, -1});
   exec_program(l);
 }
 
@@ -277,10 +333,14 @@ struct Child::State {
   bool got_status = false;
 
   void kill_tree() noexcept {
-    // SIGKILL to pid 1 of the namespace ends every process in it; the
-    // middle's death takes the keeper with it if its pidfd has not arrived.
-    if (keeper) sys::pidfd_send_signal(keeper.get(), SIGKILL);
-    if (middle) sys::pidfd_send_signal(middle.get(), SIGKILL);
+    // SIGKILL to pid 1 of the namespace ends every process in it, and the
+    // middle then exits on its own. Before the keeper's pidfd has arrived,
+    // the middle's death takes the keeper with it (its death signal).
+    if (keeper) {
+      sys::pidfd_send_signal(keeper.get(), SIGKILL);
+    } else if (middle) {
+      sys::pidfd_send_signal(middle.get(), SIGKILL);
+    }
     killed = true;
   }
 
@@ -360,10 +420,13 @@ Result Child::wait(int cancel_fd) {
   auto deadline = s.timeout ? std::optional(s.start + *s.timeout) : std::nullopt;
   bool channel_open = true;
   for (;;) {
-    pollfd fds[3] = {{s.middle.get(), POLLIN, 0}, {channel_open ? s.channel.get() : -1, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    pollfd fds[3] = {{s.middle.get(), POLLIN, 0},
+                     {channel_open ? s.channel.get() : -1, POLLIN, 0},
+                     {cancel_fd, POLLIN, 0}};
     int wait_ms = -1;
     if (deadline && !s.killed) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
       wait_ms = static_cast<int>(std::max<long long>(0, left.count() + 1));
     }
     int n = poll(fds, cancel_fd >= 0 ? 3 : 2, wait_ms);
@@ -384,15 +447,25 @@ Result Child::wait(int cancel_fd) {
   }
   while (s.read_record()) {
   }
+  if (s.keeper) {
+    // The keeper's pidfd reads as exited only once pid 1's exit has taken
+    // every other process of its namespace: after this, nothing of the call runs.
+    pollfd keeper{s.keeper.get(), POLLIN, 0};
+    while (poll(&keeper, 1, -1) < 0 && errno == EINTR) {
+    }
+  }
   siginfo_t info{};
   waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.middle.get()), &info, WEXITED);
   s.waited = true;
   s.result.duration = std::chrono::steady_clock::now() - s.start;
   if (!s.got_status && !s.result.setup_failure && !s.result.exec_error) {
     // Killed before the keeper could say anything (a cancel, a timeout).
-    if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) s.result.signal = info.si_status;
-    else if (s.killed) s.result.signal = SIGKILL;
-    else s.result.exit_code = info.si_status;
+    if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
+      s.result.signal = info.si_status;
+    else if (s.killed)
+      s.result.signal = SIGKILL;
+    else
+      s.result.exit_code = info.si_status;
   }
   return s.result;
 }
@@ -408,11 +481,19 @@ Expected<Child> spawn(const Config& config) {
   auto mounts = sandbox::plan_mounts(config, l.identity.drop_from_root);
   if (!mounts) return std::move(mounts).error();
   l.mounts = std::move(*mounts);
+  const int abi = landlock::probe_abi();
+  auto landlock = landlock::prepare(landlock_rules(config, l.mounts, abi));
+  if (!landlock) return std::move(landlock).error();
+  l.landlock = std::move(*landlock);
+  auto filter = seccomp::build(config.allow_jit);
+  if (!filter) return std::move(filter).error();
+  l.filter = std::move(*filter);
   l.dev_null.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!l.dev_null) return sys_error("open", "/dev/null");
 
   int pair[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return sys_error("socketpair for the report channel");
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+    return sys_error("socketpair for the report channel");
   UniqueFd parent_end(pair[0]);
   l.channel.reset(pair[1]);
 
@@ -430,7 +511,9 @@ Expected<Child> spawn(const Config& config) {
   auto state = std::make_unique<Child::State>();
   state->timeout = config.timeout;
   for (const auto& op : l.mounts.ops) state->labels.push_back(op.label);
+  for (const auto& rule : l.landlock.rules) state->labels.push_back("Landlock rule " + rule.path);
   state->result.write_execute_relaxed = config.allow_jit;
+  state->result.landlock = landlock::report(l.landlock);
 
   int middle_pidfd = -1;
   sys::CloneArgs args;

@@ -10,37 +10,68 @@ namespace chock::sandbox {
 
 const char* step_name(Step step) noexcept {
   switch (step) {
-    case Step::none: return "none";
-    case Step::close_fds: return "close_fds";
-    case Step::drop_uid: return "drop_uid";
-    case Step::unshare: return "unshare";
-    case Step::setgroups: return "setgroups";
-    case Step::uid_map: return "uid_map";
-    case Step::gid_map: return "gid_map";
-    case Step::clone_keeper: return "clone_keeper";
-    case Step::clone_program: return "clone_program";
-    case Step::setsid: return "setsid";
-    case Step::mount_private: return "mount_private";
-    case Step::open_source: return "open_source";
-    case Step::new_root: return "new_root";
-    case Step::mount_tree: return "mount_tree";
-    case Step::proc: return "proc";
-    case Step::dev: return "dev";
-    case Step::tmp: return "tmp";
-    case Step::cover: return "cover";
-    case Step::pivot_root: return "pivot_root";
-    case Step::root_readonly: return "root_readonly";
-    case Step::stdin: return "stdin";
-    case Step::chdir: return "chdir";
-    case Step::capabilities: return "capabilities";
-    case Step::no_new_privs: return "no_new_privs";
-    case Step::landlock_ruleset: return "landlock_ruleset";
-    case Step::landlock_rule: return "landlock_rule";
-    case Step::landlock_restrict: return "landlock_restrict";
-    case Step::keyring: return "keyring";
-    case Step::seccomp: return "seccomp";
-    case Step::rlimits: return "rlimits";
-    case Step::exec: return "exec";
+    case Step::none:
+      return "none";
+    case Step::close_fds:
+      return "close_fds";
+    case Step::drop_uid:
+      return "drop_uid";
+    case Step::unshare:
+      return "unshare";
+    case Step::setgroups:
+      return "setgroups";
+    case Step::uid_map:
+      return "uid_map";
+    case Step::gid_map:
+      return "gid_map";
+    case Step::clone_keeper:
+      return "clone_keeper";
+    case Step::clone_program:
+      return "clone_program";
+    case Step::setsid:
+      return "setsid";
+    case Step::mount_private:
+      return "mount_private";
+    case Step::open_source:
+      return "open_source";
+    case Step::new_root:
+      return "new_root";
+    case Step::mount_tree:
+      return "mount_tree";
+    case Step::proc:
+      return "proc";
+    case Step::dev:
+      return "dev";
+    case Step::tmp:
+      return "tmp";
+    case Step::cover:
+      return "cover";
+    case Step::pivot_root:
+      return "pivot_root";
+    case Step::root_readonly:
+      return "root_readonly";
+    case Step::stdin:
+      return "stdin";
+    case Step::chdir:
+      return "chdir";
+    case Step::capabilities:
+      return "capabilities";
+    case Step::no_new_privs:
+      return "no_new_privs";
+    case Step::landlock_ruleset:
+      return "landlock_ruleset";
+    case Step::landlock_rule:
+      return "landlock_rule";
+    case Step::landlock_restrict:
+      return "landlock_restrict";
+    case Step::keyring:
+      return "keyring";
+    case Step::seccomp:
+      return "seccomp";
+    case Step::rlimits:
+      return "rlimits";
+    case Step::exec:
+      return "exec";
   }
   return "unknown";
 }

@@ -41,7 +41,9 @@ struct CloneArgs {
   std::uint64_t cgroup = 0;
 };
 
-inline long clone3(CloneArgs* args) noexcept { return ::syscall(SYS_clone3, args, sizeof(CloneArgs)); }
+inline long clone3(CloneArgs* args) noexcept {
+  return ::syscall(SYS_clone3, args, sizeof(CloneArgs));
+}
 inline int pidfd_send_signal(int pidfd, int sig) noexcept {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }

@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <chrono>
 #include <cstdlib>
-#include <dirent.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -33,7 +33,8 @@ std::string trim(const std::string& s) {
 }
 
 // `chock sandbox --ro <stage> ARGS -- CMD...`: the stage holds the probe.
-Output sandbox(std::vector<std::string> args, const std::vector<std::string>& command, const RunOptions& o = {}) {
+Output sandbox(std::vector<std::string> args, const std::vector<std::string>& command,
+               const RunOptions& o = {}) {
   std::vector<std::string> full{"sandbox", "--ro", test::stage_dir()};
   full.insert(full.end(), args.begin(), args.end());
   full.push_back("--");
@@ -72,11 +73,13 @@ TEST(Identity, NoUidZeroAndNoCapability) {
   Output o = probe({}, {"identity"});
   ASSERT_EQ(o.status, 0) << o.err;
   uid_t expected = test::running_as_root() ? 65534 : geteuid();
-  EXPECT_NE(o.out.find("uid " + std::to_string(expected) + " euid " + std::to_string(expected)), std::string::npos)
+  EXPECT_NE(o.out.find("uid " + std::to_string(expected) + " euid " + std::to_string(expected)),
+            std::string::npos)
       << o.out;
   EXPECT_EQ(o.out.find("uid 0 "), std::string::npos) << o.out;
   for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
-    EXPECT_NE(o.out.find(std::string(cap) + ":\t0000000000000000"), std::string::npos) << cap << "\n" << o.out;
+    EXPECT_NE(o.out.find(std::string(cap) + ":\t0000000000000000"), std::string::npos) << cap << "\n"
+                                                                                       << o.out;
   }
   EXPECT_NE(o.out.find("NoNewPrivs:\t1"), std::string::npos) << o.out;
 }
@@ -125,10 +128,10 @@ TEST(MountTree, ToolchainIsReadOnly) {
 }
 
 TEST(MountTree, MaskedProcEntriesReadEmpty) {
-  const char* entries[] = {"cmdline",    "version",    "kallsyms",      "config.gz",  "kcore",
-                           "modules",    "iomem",      "ioports",       "mtrr",       "sched_debug",
-                           "timer_list", "latency_stats", "interrupts", "schedstat",  "slabinfo",
-                           "vmallocinfo", "keys",      "key-users",     "sysrq-trigger", "kmsg"};
+  const char* entries[] = {"cmdline",     "version",       "kallsyms",   "config.gz",     "kcore",
+                           "modules",     "iomem",         "ioports",    "mtrr",          "sched_debug",
+                           "timer_list",  "latency_stats", "interrupts", "schedstat",     "slabinfo",
+                           "vmallocinfo", "keys",          "key-users",  "sysrq-trigger", "kmsg"};
   int present = 0;
   for (const char* e : entries) {
     std::string path = std::string("/proc/") + e;
@@ -218,8 +221,9 @@ TEST(ProcessTree, DaemonLeftBehindIsGoneWhenChockReturns) {
 TEST(ProcessTree, TimeoutEndsTheWholeTree) {
   std::string marker = unique_sleep_seconds();
   auto start = std::chrono::steady_clock::now();
-  Output o = sandbox({"--timeout", "1"},
-                     {"sh", "-c", "setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & sleep " + marker});
+  Output o =
+      sandbox({"--timeout", "1"},
+              {"sh", "-c", "setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & sleep " + marker});
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(o.status, 128 + SIGKILL);
   EXPECT_NE(o.err.find("timeout"), std::string::npos) << o.err;
@@ -339,6 +343,50 @@ TEST(Symlinks, MountTargetThroughAPlantedLinkIsRefused) {
   EXPECT_EQ(r->setup_failure->step, "mount_tree");
   EXPECT_EQ(r->setup_failure->code, ELOOP);
   EXPECT_FALSE(test::exists(victim / "inner"));
+}
+
+}  // namespace
+}  // namespace chock
+
+namespace chock {
+namespace {
+
+// A non-git workspace: writes land in the upper layer, never in the lower.
+TEST(Overlay, WritesLandInTheUpperLayerNotTheLower) {
+  test::TempDir dir;
+  for (const char* d : {"lower", "upper", "work"}) ASSERT_EQ(mkdir((dir / d).c_str(), 0755), 0);
+  test::write_file(dir / "lower/a.txt", "original\n");
+  if (test::running_as_root()) {
+    // A root caller's call runs as 65534; its layers belong to that uid.
+    for (const char* p : {"lower", "lower/a.txt", "upper", "work"})
+      ASSERT_EQ(chown((dir / p).c_str(), 65534, 65534), 0);
+  }
+  Config c;
+  c.argv = {"sh", "-c",
+            "echo changed > " + dir / "project/a.txt" + " && echo new > " + dir / "project/b.txt" +
+                " && cat " + dir / "project/a.txt"};
+  c.overlays.push_back(Overlay{dir / "lower", dir / "upper", dir / "work", dir / "project"});
+  auto r = run(c);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_FALSE(r->setup_failure) << r->setup_failure->step << " " << errno_name(r->setup_failure->code) << " "
+                                 << r->setup_failure->detail;
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(test::read_file(dir / "lower/a.txt"), "original\n");
+  EXPECT_FALSE(test::exists(dir / "lower/b.txt"));
+  EXPECT_EQ(test::read_file(dir / "upper/a.txt"), "changed\n");
+  EXPECT_EQ(test::read_file(dir / "upper/b.txt"), "new\n");
+}
+
+TEST(Overlay, LayerPathThroughALinkIsRefused) {
+  test::TempDir dir;
+  for (const char* d : {"lower", "upper", "work"}) ASSERT_EQ(mkdir((dir / d).c_str(), 0755), 0);
+  ASSERT_EQ(symlink((dir / "lower").c_str(), (dir / "link").c_str()), 0);
+  Config c;
+  c.argv = {"/bin/true"};
+  c.overlays.push_back(Overlay{dir / "link", dir / "upper", dir / "work", dir / "project"});
+  auto r = run(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("symbolic link"), std::string::npos) << r.error().message();
 }
 
 }  // namespace

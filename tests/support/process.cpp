@@ -109,7 +109,8 @@ Output run_process(const std::vector<std::string>& argv_in, const RunOptions& op
   int open_count = 2;
   char buf[65536];
   while (open_count > 0) {
-    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) {
       o.timed_out = true;
       kill(-pid, SIGKILL);
@@ -149,8 +150,12 @@ std::string stage_dir() {
   return CHOCK_STAGE_DIR;
 }
 
-std::string chock_binary() { return stage_dir() + "/chock"; }
-std::string program(const std::string& name) { return stage_dir() + "/" + name; }
+std::string chock_binary() {
+  return stage_dir() + "/chock";
+}
+std::string program(const std::string& name) {
+  return stage_dir() + "/" + name;
+}
 
 Output chock(const std::vector<std::string>& args, const RunOptions& options) {
   std::vector<std::string> argv{chock_binary()};
@@ -158,18 +163,23 @@ Output chock(const std::vector<std::string>& args, const RunOptions& options) {
   return run_process(argv, options);
 }
 
-bool running_as_root() { return geteuid() == 0; }
+bool running_as_root() {
+  return geteuid() == 0;
+}
 
 TempDir::TempDir(const std::string& prefix) {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/" + prefix + ".XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp " + tmpl + ": " + std::strerror(errno));
+  if (mkdtemp(tmpl.data()) == nullptr)
+    throw std::runtime_error("mkdtemp " + tmpl + ": " + std::strerror(errno));
   // Traversable by the unprivileged uid a root caller's sandbox runs as.
   chmod(tmpl.c_str(), 0755);
   path_ = tmpl;
 }
 
-TempDir::~TempDir() { remove_tree(path_); }
+TempDir::~TempDir() {
+  remove_tree(path_);
+}
 
 void write_file(const std::string& path, const std::string& content, int mode) {
   {

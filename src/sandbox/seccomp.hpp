@@ -1,0 +1,52 @@
+// The system call filter: the spec's denylist, built with libseccomp before
+// the fork and installed in the child just before exec.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chock/error.hpp"
+
+namespace chock::seccomp {
+
+// A classic BPF program, exported from libseccomp; nothing left to allocate.
+struct Program {
+  std::vector<sock_filter> instructions;
+};
+
+// How libseccomp lays out the syscall checks. Measured in bench/README.md.
+enum class Layout {
+  binary_tree,  // SCMP_FLTATR_CTL_OPTIMIZE=2: a tree of comparisons on the syscall number
+  priority,     // SCMP_FLTATR_CTL_OPTIMIZE=1: a chain, hot calls first
+};
+
+struct Options {
+  bool allow_jit = false;  // drops the write-xor-execute rules, and only them
+  Layout layout = Layout::binary_tree;
+};
+
+// A system call the filter kills, by name and by the number the filter uses.
+struct Killed {
+  const char* name;
+  int number;
+};
+// The spec's 31, in the spec's order. A name libseccomp does not know (it
+// predates open_tree_attr) is added by number.
+const std::vector<Killed>& killed_calls();
+
+// Built once per Options and cached: `chock sandbox` builds it on every call.
+Expected<Program> build(bool allow_jit);
+Expected<Program> build(const Options& options);
+
+// After the fork, in the child: system calls only.
+// keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): the call stops sharing the
+// caller's session keyring before keyctl itself is killed. A kernel without
+// keys (ENOSYS) has no keyring to share, which counts as success.
+bool join_fresh_session_keyring(int* error) noexcept;
+// seccomp(SECCOMP_SET_MODE_FILTER); PR_SET_NO_NEW_PRIVS must already be set.
+bool install(const Program& program, int* error) noexcept;
+
+}  // namespace chock::seccomp

@@ -1,0 +1,77 @@
+// filter-exec [--allow-jit] -- PROGRAM [ARGS...]
+// Installs Chock's seccomp filter the way the sandbox's child does (NO_NEW_PRIVS,
+// a fresh session keyring, the filter) and execs PROGRAM, with no other layer.
+// The escape suite uses it to prove the filter on its own.
+//
+// filter-exec --hide-landlock -- PROGRAM [ARGS...]
+// Instead makes landlock_create_ruleset answer ENOSYS, as on a kernel without
+// Landlock, and execs PROGRAM (chock itself) with nothing else changed.
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "chock/error.hpp"
+#include "sandbox/seccomp.hpp"
+
+namespace {
+
+int hide_landlock_and_exec(char** command) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr ||
+      seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) != 0 ||
+      seccomp_load(ctx) != 0) {
+    std::fprintf(stderr, "filter-exec: could not hide Landlock\n");
+    return 125;
+  }
+  seccomp_release(ctx);
+  execv(command[0], command);
+  std::fprintf(stderr, "filter-exec: exec %s: %s\n", command[0], chock::errno_name(errno));
+  return 127;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool allow_jit = false;
+  int first = 1;
+  if (first < argc && std::strcmp(argv[first], "--hide-landlock") == 0) {
+    ++first;
+    if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
+    if (first >= argc) return 125;
+    return hide_landlock_and_exec(argv + first);
+  }
+  if (first < argc && std::strcmp(argv[first], "--allow-jit") == 0) {
+    allow_jit = true;
+    ++first;
+  }
+  if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
+  if (first >= argc) {
+    std::fprintf(stderr, "usage: filter-exec [--allow-jit] -- PROGRAM [ARGS...]\n");
+    return 125;
+  }
+  auto program = chock::seccomp::build(allow_jit);
+  if (!program) {
+    std::fprintf(stderr, "filter-exec: %s\n", program.error().message().c_str());
+    return 125;
+  }
+  int error = 0;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    std::perror("filter-exec: PR_SET_NO_NEW_PRIVS");
+    return 125;
+  }
+  if (!chock::seccomp::join_fresh_session_keyring(&error)) {
+    std::fprintf(stderr, "filter-exec: keyctl(JOIN_SESSION_KEYRING): %s\n", chock::errno_name(error));
+    return 125;
+  }
+  if (!chock::seccomp::install(*program, &error)) {
+    std::fprintf(stderr, "filter-exec: seccomp: %s\n", chock::errno_name(error));
+    return 125;
+  }
+  execv(argv[first], argv + first);
+  std::fprintf(stderr, "filter-exec: exec %s: %s\n", argv[first], chock::errno_name(errno));
+  return 127;
+}
