@@ -50,11 +50,13 @@ struct Projects {
         ::mkdir(dir.c_str(), 0755);
         for (int f = 0; f < kFilesPerDir; ++f) {
           std::ofstream(dir + "/file" + std::to_string(f) + ".c")
-              << "// file " << d << "/" << f << "\nint f" << d << "_" << f << "(void) { return " << f << "; }\n";
+              << "// file " << d << "/" << f << "\nint f" << d << "_" << f << "(void) { return " << f
+              << "; }\n";
         }
       }
     }
-    sh("cd '" + git + "' && git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b commit -qm files");
+    sh("cd '" + git +
+       "' && git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b commit -qm files");
   }
   ~Projects() { sh("rm -rf '" + root + "'"); }
 };
@@ -93,12 +95,16 @@ void open_and_remove(benchmark::State& state, const std::string& project) {
   }
 }
 
-void BM_ChockGitWorkspace(benchmark::State& state) { open_and_remove(state, projects().git); }
-void BM_ChockOverlayWorkspace(benchmark::State& state) { open_and_remove(state, projects().plain); }
+void BM_ChockGitWorkspace(benchmark::State& state) {
+  open_and_remove(state, projects().git);
+}
+void BM_ChockOverlayWorkspace(benchmark::State& state) {
+  open_and_remove(state, projects().plain);
+}
 
-BENCHMARK(BM_GitWorktreeAdd)->Unit(benchmark::kMillisecond)->Iterations(5);
-BENCHMARK(BM_ChockGitWorkspace)->Unit(benchmark::kMillisecond)->Iterations(5);
-BENCHMARK(BM_ChockOverlayWorkspace)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_GitWorktreeAdd)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_ChockGitWorkspace)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_ChockOverlayWorkspace)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 

@@ -73,9 +73,9 @@ const char* kind_name(Kind kind);
 struct Session {
   std::string id;
   Kind kind = Kind::git;
-  std::string project;     // absolute real path of the project (a git project: its top level)
-  std::string dir;         // <data dir>/workspaces/<id>
-  uid_t owner = 0;         // the uid the workspace files belong to
+  std::string project;            // absolute real path of the project (a git project: its top level)
+  std::string dir;                // <data dir>/workspaces/<id>
+  uid_t owner = 0;                // the uid the workspace files belong to
   std::vector<std::string> deny;  // project-relative files covered by the notice
   std::int64_t created = 0;       // unix seconds
   std::int64_t last_run = 0;      // unix seconds of the last call; 0 none
@@ -84,7 +84,7 @@ struct Session {
   std::string base;        // the commit the worktree was made at
   std::string applied;     // the last session commit that reached the branch; empty none
   // overlay
-  std::string lower;       // the lower layer: the project itself, or a root caller's copy
+  std::string lower;              // the lower layer: the project itself, or a root caller's copy
   std::int64_t adopted_run = -1;  // last_run as it was at the last adopt; -1 never
 
   [[nodiscard]] std::string tree() const { return dir + "/tree"; }
@@ -120,16 +120,16 @@ Expected<void> validate_session_id(const std::string& id);
 Expected<void> validate_deny_path(const std::string& path);
 
 struct OpenOptions {
-  std::string project;             // empty: the current directory
-  std::string session;             // empty: make a new session
-  bool allow_dirty = false;        // git: carry uncommitted work in (new sessions only)
-  std::vector<std::string> deny;   // files to cover (added to the session's list)
-  std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
+  std::string project;            // empty: the current directory
+  std::string session;            // empty: make a new session
+  bool allow_dirty = false;       // git: carry uncommitted work in (new sessions only)
+  std::vector<std::string> deny;  // files to cover (added to the session's list)
+  std::optional<uid_t> run_uid;   // root callers: who the call runs as (default 65534)
 };
 
 struct Opened {
   Session session;
-  SessionLock lock;                // held for the whole call
+  SessionLock lock;  // held for the whole call
   bool created = false;
   std::vector<std::string> notes;  // one line each, for stderr: what was skipped, warnings
 };
@@ -157,10 +157,10 @@ Expected<Mode> parse_mode(const std::string& name);
 struct ApplyPlan {
   std::string session;
   std::string project;
-  std::string branch;      // refs/heads/... checked out in the project
-  std::string tip;         // the branch's commit when the question was asked
-  std::string head;        // the session's newest commit
-  std::string parked;      // refs/chock/<session>
+  std::string branch;  // refs/heads/... checked out in the project
+  std::string tip;     // the branch's commit when the question was asked
+  std::string head;    // the session's newest commit
+  std::string parked;  // refs/chock/<session>
   Mode mode = Mode::merge;
   bool fast_forward = false;         // the branch has not moved since the session's base
   std::vector<std::string> commits;  // "<short> <subject>", oldest first

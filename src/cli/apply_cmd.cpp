@@ -28,7 +28,8 @@ std::string real_cwd() {
 }
 
 bool within(const std::string& path, const std::string& dir) {
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+  return path == dir ||
+         (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
 // Without SESSION: the one git session of this project with commits to apply.
@@ -42,7 +43,8 @@ Expected<std::string> pick_session() {
       candidates.push_back(info.session.id);
   if (candidates.size() == 1) return candidates[0];
   if (candidates.empty())
-    return Error{"no session of this project has commits to apply (chock workspace list shows the sessions)", "", 0};
+    return Error{"no session of this project has commits to apply (chock workspace list shows the sessions)",
+                 "", 0};
   std::string names;
   for (const auto& c : candidates) names += " " + c;
   return Error{"several sessions have commits to apply:" + names + "; name one", "", 0};
@@ -88,7 +90,8 @@ int apply(const ApplyOptions& o) {
     id = *picked;
   }
   bool yes = o.yes;
-  auto outcome = workspace::apply(id, *mode, [yes](const workspace::ApplyPlan& plan) { return ask(plan, yes); });
+  auto outcome =
+      workspace::apply(id, *mode, [yes](const workspace::ApplyPlan& plan) { return ask(plan, yes); });
   if (!outcome) {
     std::fprintf(stderr, "chock: %s\n", outcome.error().message().c_str());
     return outcome.error().kind == Errc::bad_config ? 2 : 1;

@@ -47,7 +47,6 @@ std::vector<std::string> call_environment() {
   return env;
 }
 
-
 int run(const RunOptions& o) {
   workspace::OpenOptions open;
   open.project = o.project;
@@ -59,8 +58,9 @@ int run(const RunOptions& o) {
   workspace::Session& s = opened->session;
   for (const auto& note : opened->notes) std::fprintf(stderr, "chock: %s\n", note.c_str());
   if (opened->created)
-    std::fprintf(stderr, "chock: session %s (%s workspace of %s); continue it with --session %s\n", s.id.c_str(),
-                 s.kind == workspace::Kind::git ? "git worktree" : "overlay", s.project.c_str(), s.id.c_str());
+    std::fprintf(stderr, "chock: session %s (%s workspace of %s); continue it with --session %s\n",
+                 s.id.c_str(), s.kind == workspace::Kind::git ? "git worktree" : "overlay", s.project.c_str(),
+                 s.id.c_str());
 
   Config config;
   config.argv = o.argv;
@@ -68,7 +68,8 @@ int run(const RunOptions& o) {
   config.network = o.net == "host" ? Network::host : Network::none;
   if (o.timeout_seconds > 0)
     config.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
-  if (auto r = workspace::add_to_config(s, current_dir(), config); !r) return refuse(r.error(), o.result_file);
+  if (auto r = workspace::add_to_config(s, current_dir(), config); !r)
+    return refuse(r.error(), o.result_file);
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
   if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
@@ -83,7 +84,8 @@ int run(const RunOptions& o) {
 
 void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Run one tool call in the project's workspace (a throwaway copy)");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run one tool call in the project's workspace (a throwaway copy)");
   cmd->add_option("--project", o->project, "The project (default: the current directory)");
   cmd->add_option("--session", o->session, "Run in this session's workspace (default: a new session)");
   cmd->add_flag("--allow-dirty", o->allow_dirty, "Carry uncommitted work into a new git workspace");

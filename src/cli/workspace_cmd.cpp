@@ -84,8 +84,8 @@ int adopt(const WorkspaceOptions& o) {
   for (const auto& p : r->added) std::printf("added\t%s\n", p.c_str());
   for (const auto& p : r->deleted) std::printf("deleted\t%s\n", p.c_str());
   for (const auto& [p, why] : r->skipped) std::printf("skipped\t%s\t%s\n", p.c_str(), why.c_str());
-  std::fprintf(stderr, "chock: copied %zu changed and %zu added files to %s; the list is in %s\n", r->changed.size(),
-               r->added.size(), r->destination.c_str(), r->list_file.c_str());
+  std::fprintf(stderr, "chock: copied %zu changed and %zu added files to %s; the list is in %s\n",
+               r->changed.size(), r->added.size(), r->destination.c_str(), r->list_file.c_str());
   return 0;
 }
 
@@ -104,7 +104,8 @@ void add_workspace_command(CLI::App& app, Action& action) {
   CLI::App* cl = ws->add_subcommand("clear", "Remove every session without unapplied work");
   cl->add_flag("--force", o->force, "Remove them all (git commits stay parked)");
   cl->callback([o, &action] { action = [o] { return clear(*o); }; });
-  CLI::App* ad = ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
+  CLI::App* ad =
+      ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
   ad->add_option("session", o->session, "The session")->required();
   ad->callback([o, &action] { action = [o] { return adopt(*o); }; });
 }

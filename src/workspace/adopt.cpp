@@ -130,8 +130,8 @@ Expected<AdoptReport> adopt(const std::string& id) {
   if (!loaded) return std::move(loaded).error();
   Session s = std::move(*loaded);
   if (s.kind != Kind::overlay)
-    return Error{"session " + id + " is a git worktree: its commits come back with 'chock apply " + id + "'", "", 0,
-                 Errc::bad_config};
+    return Error{"session " + id + " is a git worktree: its commits come back with 'chock apply " + id + "'",
+                 "", 0, Errc::bad_config};
   auto held = lock(s, false);
   if (!held) return std::move(held).error();
   auto c = overlay_scan::scan(s);
@@ -144,7 +144,8 @@ Expected<AdoptReport> adopt(const std::string& id) {
   for (auto* group : {&c.changed, &c.added}) {
     for (const auto& p : *group) {
       if (auto mk = fs::make_dirs(fs::parent_of(r.destination + "/" + p)); !mk) return std::move(mk).error();
-      if (auto cp = fs::copy_entry(s.upper() + "/" + p, r.destination + "/" + p); !cp) return std::move(cp).error();
+      if (auto cp = fs::copy_entry(s.upper() + "/" + p, r.destination + "/" + p); !cp)
+        return std::move(cp).error();
       list += (group == &c.changed ? "changed\t" : "added\t") + p + "\n";
     }
   }

@@ -22,7 +22,9 @@ namespace chock::workspace {
 
 namespace {
 
-std::string short_id(const std::string& id) { return id.substr(0, 8); }
+std::string short_id(const std::string& id) {
+  return id.substr(0, 8);
+}
 
 ApplyOutcome refused(const Session& s, const std::string& why, const std::string& hint) {
   ApplyOutcome o;
@@ -33,7 +35,9 @@ ApplyOutcome refused(const Session& s, const std::string& why, const std::string
   return o;
 }
 
-std::string again(const Session& s) { return "then run 'chock apply " + s.id + "' again"; }
+std::string again(const Session& s) {
+  return "then run 'chock apply " + s.id + "' again";
+}
 
 // The operation in progress in the project's own git dir, if any.
 std::string in_progress(const std::string& git_dir) {
@@ -42,9 +46,8 @@ std::string in_progress(const std::string& git_dir) {
     const char* what;
   };
   static constexpr Marker kMarkers[] = {
-      {"rebase-merge", "a rebase"},          {"rebase-apply", "a rebase or am"},
-      {"MERGE_HEAD", "a merge"},             {"CHERRY_PICK_HEAD", "a cherry-pick"},
-      {"REVERT_HEAD", "a revert"},           {"BISECT_LOG", "a bisect"},
+      {"rebase-merge", "a rebase"},          {"rebase-apply", "a rebase or am"}, {"MERGE_HEAD", "a merge"},
+      {"CHERRY_PICK_HEAD", "a cherry-pick"}, {"REVERT_HEAD", "a revert"},        {"BISECT_LOG", "a bisect"},
   };
   for (const auto& m : kMarkers)
     if (fs::exists(git_dir + "/" + m.file)) return m.what;
@@ -54,7 +57,7 @@ std::string in_progress(const std::string& git_dir) {
 struct ProjectState {
   std::string branch;  // empty: detached
   std::string tip;
-  std::string busy;    // operation in progress
+  std::string busy;  // operation in progress
   std::vector<std::string> dirty;
 };
 
@@ -117,8 +120,8 @@ Expected<Merged> merge_trees(const git::Env& env, const std::string& ours, const
   return m;
 }
 
-Expected<std::string> commit_tree(git::Env env, const std::string& tree, const std::vector<std::string>& parents,
-                                  const std::string& message) {
+Expected<std::string> commit_tree(git::Env env, const std::string& tree,
+                                  const std::vector<std::string>& parents, const std::string& message) {
   std::vector<std::string> args{"commit-tree", tree};
   for (const auto& p : parents) {
     args.emplace_back("-p");
@@ -133,12 +136,14 @@ Expected<std::string> commit_tree(git::Env env, const std::string& tree, const s
 }
 
 // The commit the branch fast-forwards to, or a conflict (paths in `conflicts`).
-Expected<std::string> integrate(const Session& s, const ApplyPlan& plan, std::vector<std::string>& conflicts) {
+Expected<std::string> integrate(const Session& s, const ApplyPlan& plan,
+                                std::vector<std::string>& conflicts) {
   git::Env env = with_identity(git::repo_env(s.common_dir), s.common_dir);
   std::string range = session_git::from(s) + ".." + plan.head;
   if (plan.fast_forward && plan.mode != Mode::squash) return plan.head;
   if (plan.mode == Mode::rebase) {
-    auto list = git::capture({"rev-list", "--reverse", "--no-merges", range}, env, "list the commits to replay");
+    auto list =
+        git::capture({"rev-list", "--reverse", "--no-merges", range}, env, "list the commits to replay");
     if (!list) return std::move(list).error();
     std::string current = plan.tip;
     for (const auto& c : git::split(*list, '\n')) {
@@ -180,15 +185,15 @@ Expected<std::string> integrate(const Session& s, const ApplyPlan& plan, std::ve
   std::string list;
   for (const auto& c : plan.commits) list += "  " + c + "\n";
   if (plan.mode == Mode::merge)
-    return commit_tree(env, tree, {plan.tip, plan.head},
-                       "Merge chock session " + s.id + "\n\n" + list);
+    return commit_tree(env, tree, {plan.tip, plan.head}, "Merge chock session " + s.id + "\n\n" + list);
   if (plan.commits.size() == 1) {
     auto msg = git::capture({"log", "-1", "--format=%B", plan.head}, env, "read a commit");
     if (!msg) return std::move(msg).error();
     return commit_tree(env, tree, {plan.tip}, git::chomp(*msg) + "\n");
   }
-  return commit_tree(env, tree, {plan.tip},
-                     "Chock session " + s.id + ": " + std::to_string(plan.commits.size()) + " commits\n\n" + list);
+  return commit_tree(
+      env, tree, {plan.tip},
+      "Chock session " + s.id + ": " + std::to_string(plan.commits.size()) + " commits\n\n" + list);
 }
 
 }  // namespace
@@ -205,8 +210,9 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   if (!loaded) return std::move(loaded).error();
   Session s = std::move(*loaded);
   if (s.kind != Kind::git)
-    return Error{"session " + id + " is an overlay: its work comes back with 'chock workspace adopt " + id + "'", "",
-                 0, Errc::bad_config};
+    return Error{
+        "session " + id + " is an overlay: its work comes back with 'chock workspace adopt " + id + "'", "",
+        0, Errc::bad_config};
   auto held = lock(s, false);
   if (!held) return std::move(held).error();
   auto project = build::find_project(s.project);
@@ -220,7 +226,8 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   if (!commits) return std::move(commits).error();
   if (commits->empty()) {
     return ApplyOutcome{ApplyOutcome::State::nothing,
-                        "session " + id + " has no commit to apply (its HEAD is " + short_id(*head) + ")", ""};
+                        "session " + id + " has no commit to apply (its HEAD is " + short_id(*head) + ")",
+                        ""};
   }
   if (auto r = session_git::park(s, *head); !r) return std::move(r).error();
 
@@ -255,8 +262,9 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   if (!now) return std::move(now).error();
   if (now->branch != plan.branch || now->tip != plan.tip)
     return refused(s,
-                   "the branch moved since the question was asked (" + plan.branch + " was " + short_id(plan.tip) +
-                       ", is now " + (now->tip.empty() ? std::string("gone") : short_id(now->tip)) + ")",
+                   "the branch moved since the question was asked (" + plan.branch + " was " +
+                       short_id(plan.tip) + ", is now " +
+                       (now->tip.empty() ? std::string("gone") : short_id(now->tip)) + ")",
                    "run 'chock apply " + id + "' again to see the new plan");
   if (!now->dirty.empty() || !now->busy.empty())
     return refused(s, "the project changed since the question was asked", again(s));
@@ -277,11 +285,12 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   if (auto r = save(s); !r) return std::move(r).error();
   (void)git::run({"update-ref", "-d", plan.parked, *head}, git::repo_env(s.common_dir));
   static constexpr const char* kModeNames[] = {"merge", "rebase", "squash"};
-  std::string how = plan.fast_forward && mode != Mode::squash ? "fast-forward" : kModeNames[static_cast<int>(mode)];
+  std::string how =
+      plan.fast_forward && mode != Mode::squash ? "fast-forward" : kModeNames[static_cast<int>(mode)];
   return ApplyOutcome{ApplyOutcome::State::applied,
                       "applied " + std::to_string(plan.commits.size()) + " commit" +
-                          (plan.commits.size() == 1 ? "" : "s") + " of session " + id + " onto " + plan.branch +
-                          " (" + how + "): now at " + short_id(*result),
+                          (plan.commits.size() == 1 ? "" : "s") + " of session " + id + " onto " +
+                          plan.branch + " (" + how + "): now at " + short_id(*result),
                       *result};
 }
 

@@ -10,7 +10,7 @@
 namespace chock::workspace::build {
 
 struct Project {
-  std::string root;        // absolute real path; a git project: its top level
+  std::string root;  // absolute real path; a git project: its top level
   bool git = false;
   std::string git_dir;     // the project's own git dir (a linked worktree's admin dir, or .git)
   std::string common_dir;  // the repository's common dir

@@ -29,7 +29,8 @@ Expected<void> write_notice(int root_fd, const std::string& rel, uid_t owner) {
   std::string name = fs::base_of(rel);
   if (::unlinkat(parent.get(), name.c_str(), 0) != 0 && errno != ENOENT)
     return Error{"cover denied file", rel, errno == EISDIR ? EISDIR : errno};
-  UniqueFd fd(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  UniqueFd fd(
+      ::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd) return sys_error("cover denied file", rel);
   std::size_t len = std::strlen(kDenyNotice);
   if (::write(fd.get(), kDenyNotice, len) != static_cast<ssize_t>(len)) return sys_error("write notice", rel);

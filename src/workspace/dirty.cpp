@@ -73,8 +73,9 @@ Expected<void> import_dirty(const Session& s, const Project& project, Notes& not
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
-      skip(path, fs::exists(from + "/.git") ? "a submodule or nested git repository (its own work is not carried)"
-                                            : "a directory");
+      skip(path, fs::exists(from + "/.git")
+                     ? "a submodule or nested git repository (its own work is not carried)"
+                     : "a directory");
       continue;
     }
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {

@@ -268,7 +268,8 @@ Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool cre
     if (part.empty()) continue;
     int fd = sys::openat2(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve);
     if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(cur.get(), part.c_str(), 0755) != 0 && errno != EEXIST) return sys_error("mkdir", rel_dir);
+      if (::mkdirat(cur.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
+        return sys_error("mkdir", rel_dir);
       fd = sys::openat2(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve);
     }
     if (fd < 0) return sys_error("open directory", rel_dir);

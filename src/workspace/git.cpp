@@ -26,7 +26,8 @@ std::vector<std::string> environment(const Env& env) {
     auto eq = entry.find('=');
     if (eq == std::string::npos) continue;
     std::string name = entry.substr(0, eq);
-    if (name.rfind("GIT_", 0) == 0 || name.rfind("LC_", 0) == 0 || name == "LANG" || name == "LANGUAGE") continue;
+    if (name.rfind("GIT_", 0) == 0 || name.rfind("LC_", 0) == 0 || name == "LANG" || name == "LANGUAGE")
+      continue;
     vars[name] = entry.substr(eq + 1);
   }
   vars["GIT_CONFIG_GLOBAL"] = "/dev/null";

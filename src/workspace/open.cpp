@@ -41,12 +41,14 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
                            " keeps its own tree");
   std::vector<std::string> added;
   for (const auto& d : o.deny)
-    if (std::find(out.session.deny.begin(), out.session.deny.end(), d) == out.session.deny.end()) added.push_back(d);
+    if (std::find(out.session.deny.begin(), out.session.deny.end(), d) == out.session.deny.end())
+      added.push_back(d);
   // Denied paths are covered again on every call: a call may have replaced a notice.
   out.session.deny.insert(out.session.deny.end(), added.begin(), added.end());
   if (auto r = build::cover_denied(out.session, out.session.deny, out.notes); !r) return std::move(r).error();
   if (!added.empty() && out.session.kind == Kind::git)
-    out.notes.emplace_back("the newly denied files are covered in the tree; git inside still lists them as changed");
+    out.notes.emplace_back(
+        "the newly denied files are covered in the tree; git inside still lists them as changed");
   if (auto r = save(out.session); !r) return std::move(r).error();
   return out;
 }
@@ -64,9 +66,10 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
   Opened out{Session{}, std::move(*held), true, {}};
   if (project.git && !git)
     out.notes.emplace_back("the repository has no commit yet: this session is an overlay, not a worktree");
-  if (!git && o.allow_dirty) out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
-  Expected<void> built = git ? build::make_worktree(s, project, o.allow_dirty, out.notes)
-                             : build::make_overlay(s, out.notes);
+  if (!git && o.allow_dirty)
+    out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
+  Expected<void> built =
+      git ? build::make_worktree(s, project, o.allow_dirty, out.notes) : build::make_overlay(s, out.notes);
   if (built) built = save(s);
   if (!built) {
     (void)fs::remove_tree(s.dir);

@@ -31,15 +31,22 @@ Expected<void> check_objects(const Session& s) {
         return 0;
       },
       64, FTW_PHYS);
-  if (!found.empty()) return Error{"the session's objects hold a symbolic link: refusing to read them", found, 0};
+  if (!found.empty())
+    return Error{"the session's objects hold a symbolic link: refusing to read them", found, 0};
   return {};
 }
 
-git::Env env(const Session& s) { return git::repo_env(s.common_dir, {}, {}, s.objects()); }
+git::Env env(const Session& s) {
+  return git::repo_env(s.common_dir, {}, {}, s.objects());
+}
 
-std::string from(const Session& s) { return s.applied.empty() ? s.base : s.applied; }
+std::string from(const Session& s) {
+  return s.applied.empty() ? s.base : s.applied;
+}
 
-std::string parked_ref(const Session& s) { return "refs/chock/" + s.id; }
+std::string parked_ref(const Session& s) {
+  return "refs/chock/" + s.id;
+}
 
 Expected<std::string> head(const Session& s) {
   auto text = fs::read_file_nofollow(s.admin() + "/HEAD", 4096);
@@ -52,7 +59,8 @@ Expected<std::string> head(const Session& s) {
     auto ok = git::run({"check-ref-format", ref});
     if (!ok) return std::move(ok).error();
     if (ok->ok()) {
-      auto r = git::capture({"rev-parse", "-q", "--verify", ref + "^{commit}"}, env(s), "resolve the session's HEAD");
+      auto r = git::capture({"rev-parse", "-q", "--verify", ref + "^{commit}"}, env(s),
+                            "resolve the session's HEAD");
       if (r) return git::chomp(*r);
     }
   }

@@ -93,8 +93,8 @@ Expected<std::string> remove(const std::string& id, bool force) {
                    "", 0};
     if (p.count > 0) {
       if (auto r = session_git::park(s, p.head); !r) return std::move(r).error();
-      done += "; its " + std::to_string(p.count) + " unapplied commit(s) are kept at " + session_git::parked_ref(s) +
-              " in " + s.project;
+      done += "; its " + std::to_string(p.count) + " unapplied commit(s) are kept at " +
+              session_git::parked_ref(s) + " in " + s.project;
     } else if (p.problem.empty()) {
       // Everything reached the branch: a parked ref of this session is stale.
       (void)git::run({"update-ref", "-d", session_git::parked_ref(s)}, git::repo_env(s.common_dir));

@@ -20,7 +20,9 @@
 
 namespace chock::workspace {
 
-const char* kind_name(Kind kind) { return kind == Kind::git ? "git" : "overlay"; }
+const char* kind_name(Kind kind) {
+  return kind == Kind::git ? "git" : "overlay";
+}
 
 Expected<std::string> data_dir() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -70,8 +72,9 @@ Expected<void> validate_session_id(const std::string& id) {
     ok = alnum || (i > 0 && (c == '-' || c == '_'));
   }
   if (!ok)
-    return Error{"bad session id '" + id + "': use 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit",
-                 "", 0, Errc::bad_config};
+    return Error{
+        "bad session id '" + id + "': use 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit",
+        "", 0, Errc::bad_config};
   return {};
 }
 
@@ -98,18 +101,9 @@ namespace {
 
 nlohmann::json to_json(const Session& s) {
   return nlohmann::json{
-      {"id", s.id},
-      {"kind", kind_name(s.kind)},
-      {"project", s.project},
-      {"owner", s.owner},
-      {"deny", s.deny},
-      {"created", s.created},
-      {"last_run", s.last_run},
-      {"common_dir", s.common_dir},
-      {"base", s.base},
-      {"applied", s.applied},
-      {"lower", s.lower},
-      {"adopted_run", s.adopted_run},
+      {"id", s.id},     {"kind", kind_name(s.kind)}, {"project", s.project},   {"owner", s.owner},
+      {"deny", s.deny}, {"created", s.created},      {"last_run", s.last_run}, {"common_dir", s.common_dir},
+      {"base", s.base}, {"applied", s.applied},      {"lower", s.lower},       {"adopted_run", s.adopted_run},
   };
 }
 
@@ -127,7 +121,8 @@ Expected<Session> load(const std::string& id) {
   auto text = fs::read_file_nofollow(dir + "/session.json", 1 << 20);
   if (!text) {
     if (text.error().code == ENOENT)
-      return Error{"no session '" + id + "' (chock workspace list shows the sessions)", "", 0, Errc::bad_config};
+      return Error{"no session '" + id + "' (chock workspace list shows the sessions)", "", 0,
+                   Errc::bad_config};
     return std::move(text).error();
   }
   try {
@@ -161,7 +156,8 @@ Expected<SessionLock> lock(const Session& session, bool wait) {
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return held;
   if (errno != EWOULDBLOCK || !wait) {
     if (errno == EWOULDBLOCK)
-      return Error{"session " + session.id + " is busy (a call, an apply or a removal is running)", "", EWOULDBLOCK};
+      return Error{"session " + session.id + " is busy (a call, an apply or a removal is running)", "",
+                   EWOULDBLOCK};
     return sys_error("lock", path);
   }
   std::fprintf(stderr, "chock: waiting for session %s (another call is running in it)\n", session.id.c_str());
@@ -173,7 +169,9 @@ Expected<SessionLock> lock(const Session& session, bool wait) {
 
 namespace store {
 
-std::int64_t now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+std::int64_t now() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
 
 Expected<std::string> workspaces_dir() {
   auto data = data_dir();
@@ -192,7 +190,8 @@ Expected<Session> make_session_dir(Kind kind, const std::string& project) {
   static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
   for (int attempt = 0; attempt < 16; ++attempt) {
     unsigned char bytes[8];
-    if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return sys_error("getrandom");
+    if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+      return sys_error("getrandom");
     std::string id;
     for (unsigned char b : bytes) id += kAlphabet[b % 32];
     if (id[0] >= '2' && id[0] <= '9') id[0] = 'a' + static_cast<char>(bytes[0] % 26);

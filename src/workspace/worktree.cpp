@@ -30,8 +30,9 @@ Expected<void> check_owner(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return sys_error("stat", path);
   if (st.st_uid != ::geteuid())
-    return Error{"refusing a repository that belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " +
-                     std::to_string(::geteuid()) + "): git would run its configuration as you; run chock as its owner",
+    return Error{"refusing a repository that belongs to uid " + std::to_string(st.st_uid) +
+                     ", not to you (uid " + std::to_string(::geteuid()) +
+                     "): git would run its configuration as you; run chock as its owner",
                  path, 0, Errc::bad_config};
   return {};
 }
@@ -59,7 +60,8 @@ Expected<void> make_common(const Session& s, const std::string& real_common) {
   auto format = git::run({"config", "--file", real_common + "/config", "--get-regexp",
                           "^(core\\.repositoryformatversion|extensions\\..*)$"});
   if (!format) return std::move(format).error();
-  std::string config = "# Chock's private config for this session's worktree; the repository's own follows.\n";
+  std::string config =
+      "# Chock's private config for this session's worktree; the repository's own follows.\n";
   std::string version = "0";
   std::string extensions;
   for (const auto& line : git::split(format->out, '\n')) {
@@ -167,10 +169,11 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
     args.insert(args.end(), tracked_denied.begin(), tracked_denied.end());
     if (auto r = git::capture(args, env, "mark denied files"); !r) return std::move(r).error();
     for (const auto& t : tracked_denied)
-      notes.push_back("warning: denied file " + t +
-                      " is tracked by git: the sandbox sees the notice in its place, but its committed bytes are "
-                      "in the repository's objects, which the sandbox can read (git show HEAD:" +
-                      t + ")");
+      notes.push_back(
+          "warning: denied file " + t +
+          " is tracked by git: the sandbox sees the notice in its place, but its committed bytes are "
+          "in the repository's objects, which the sandbox can read (git show HEAD:" +
+          t + ")");
   }
   if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the worktree"); !r)
     return std::move(r).error();

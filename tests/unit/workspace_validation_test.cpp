@@ -8,8 +8,8 @@ namespace chock::workspace {
 namespace {
 
 TEST(DenyPath, RefusesWhatIsNotAPlainRelativeFilePath) {
-  for (const char* bad : {"", "/abs", "../up", "a/../b", "./a", "a//b", "dir/", "*.env", "a?", "[ab]", ".git/x",
-                          "a/.git/b"}) {
+  for (const char* bad :
+       {"", "/abs", "../up", "a/../b", "./a", "a//b", "dir/", "*.env", "a?", "[ab]", ".git/x", "a/.git/b"}) {
     auto r = validate_deny_path(bad);
     ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_EQ(r.error().kind, Errc::bad_config);

@@ -122,8 +122,9 @@ TEST(Apply, RebaseAndSquashModesKeepTheBranchLinear) {
   for (const char* mode : {"rebase", "squash"}) {
     Fixture f;
     f.init_git();
-    Output o = f.run({}, "echo one > one.txt && git add one.txt && git commit -q -m one && "
-                         "echo two > two.txt && git add two.txt && git commit -q -m two");
+    Output o = f.run({},
+                     "echo one > one.txt && git add one.txt && git commit -q -m one && "
+                     "echo two > two.txt && git add two.txt && git commit -q -m two");
     ASSERT_EQ(o.status, 0) << describe(o);
     std::string id = session_id(o);
     write_file(f.file("b.txt"), "bravo moved\n");
@@ -131,8 +132,9 @@ TEST(Apply, RebaseAndSquashModesKeepTheBranchLinear) {
     Output ok = f.chock({"apply", id, "--yes", "--mode", mode});
     ASSERT_EQ(ok.status, 0) << mode << "\n" << describe(ok);
     std::string subjects = git_ok(f.project(), {"log", "--format=%s", "--first-parent"});
-    std::string expected = std::string(mode) == "rebase" ? "two\none\nperson\ninitial"
-                                                         : "Chock session " + id + ": 2 commits\nperson\ninitial";
+    std::string expected = std::string(mode) == "rebase"
+                               ? "two\none\nperson\ninitial"
+                               : "Chock session " + id + ": 2 commits\nperson\ninitial";
     EXPECT_EQ(subjects, expected) << mode;
     EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%P"}).size(), 40U) << mode << ": a merge commit";
     EXPECT_EQ(read_file(f.file("two.txt")), "two\n");

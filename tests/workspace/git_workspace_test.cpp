@@ -12,8 +12,9 @@ namespace {
 TEST(GitWorkspace, WriteInsideStaysOutOfTheProjectAndACommitIsAppliedWithItsMessage) {
   Fixture f;
   f.init_git();
-  Output o = f.run({}, "pwd; echo inside > inside.txt && echo more >> a.txt && git add -A && "
-                       "git commit -q -m 'agent: add inside.txt' && git log -1 --format=%an");
+  Output o = f.run({},
+                   "pwd; echo inside > inside.txt && echo more >> a.txt && git add -A && "
+                   "git commit -q -m 'agent: add inside.txt' && git log -1 --format=%an");
   ASSERT_EQ(o.status, 0) << describe(o);
   std::string id = session_id(o);
   ASSERT_FALSE(id.empty()) << describe(o);
@@ -52,7 +53,8 @@ TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {
   f.init_git();
   std::string git_dir = f.project() + "/.git";
   // --no-optional-locks: our own status must not refresh the index.
-  std::string status_before = git_ok(f.project(), {"--no-optional-locks", "status", "--porcelain=v2", "--branch"});
+  std::string status_before =
+      git_ok(f.project(), {"--no-optional-locks", "status", "--porcelain=v2", "--branch"});
   auto before = snapshot(git_dir);
   std::string refs_before = git_ok(f.project(), {"for-each-ref"});
   // Each attempt prints its name and the shell's error; the commit is the
@@ -74,7 +76,8 @@ TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {
       "echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo COMMITTED\n";
   Output o = f.run({}, script);
   ASSERT_EQ(o.status, 0) << describe(o);
-  for (const char* name : {"branch", "update-ref", "tag", "ref-file", "log", "index", "worktrees", "object", "config"}) {
+  for (const char* name :
+       {"branch", "update-ref", "tag", "ref-file", "log", "index", "worktrees", "object", "config"}) {
     std::string line = std::string("refused ") + name + ":";
     auto at = o.out.find(line);
     ASSERT_NE(at, std::string::npos) << name << "\n" << o.out;
@@ -92,7 +95,8 @@ TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {
   EXPECT_NE(o.out.find("COMMITTED"), std::string::npos) << o.out;
 
   EXPECT_EQ(snapshot(git_dir), before) << "the real .git changed";
-  EXPECT_EQ(git_ok(f.project(), {"--no-optional-locks", "status", "--porcelain=v2", "--branch"}), status_before);
+  EXPECT_EQ(git_ok(f.project(), {"--no-optional-locks", "status", "--porcelain=v2", "--branch"}),
+            status_before);
   EXPECT_EQ(git_ok(f.project(), {"for-each-ref"}), refs_before);
   EXPECT_FALSE(exists(git_dir + "/worktrees"));
 }
@@ -102,8 +106,9 @@ TEST(GitWorkspace, ACommitSurvivesEnvIAndItsObjectsStayInTheSession) {
   f.init_git();
   std::string objects = f.project() + "/.git/objects";
   auto before = snapshot(objects);
-  Output o = f.run({}, "echo deep > deep.txt && env -i PATH=/usr/bin:/bin git add deep.txt && "
-                       "env -i PATH=/usr/bin:/bin git commit -q -m deep && git log -1 --format=%H");
+  Output o = f.run({},
+                   "echo deep > deep.txt && env -i PATH=/usr/bin:/bin git add deep.txt && "
+                   "env -i PATH=/usr/bin:/bin git commit -q -m deep && git log -1 --format=%H");
   ASSERT_EQ(o.status, 0) << describe(o);
   std::string commit = o.out.substr(o.out.rfind('\n', o.out.size() - 2) + 1);
   commit.pop_back();
@@ -122,8 +127,9 @@ TEST(GitWorkspace, ADirtyProjectShowsTheCommittedStateUnlessAllowDirty) {
   write_file(f.file("new.txt"), "brand new\n");
   ::unlink(f.file("b.txt").c_str());
   git_ok(f.project(), {"init", "-q", f.file("nested")});  // untracked nested repository: skipped
-  const std::string look = "cat a.txt; test -e b.txt && echo B-PRESENT || echo B-ABSENT; "
-                           "test -e new.txt && echo NEW-PRESENT || echo NEW-ABSENT";
+  const std::string look =
+      "cat a.txt; test -e b.txt && echo B-PRESENT || echo B-ABSENT; "
+      "test -e new.txt && echo NEW-PRESENT || echo NEW-ABSENT";
 
   Output clean = f.run({}, look);
   ASSERT_EQ(clean.status, 0) << describe(clean);

@@ -17,8 +17,9 @@ TEST(OverlayWorkspace, WritesNeverReachTheProjectAndAdoptListsWhatChanged) {
   ::mkdir(f.file("d").c_str(), 0755);
   write_file(f.file("d/old.txt"), "old\n");
   auto before = snapshot(f.project());
-  Output o = f.run({}, "echo more >> a.txt && rm b.txt && echo new > added.txt && "
-                       "rm -r d && mkdir d && echo fresh > d/fresh.txt && ls");
+  Output o = f.run({},
+                   "echo more >> a.txt && rm b.txt && echo new > added.txt && "
+                   "rm -r d && mkdir d && echo fresh > d/fresh.txt && ls");
   ASSERT_EQ(o.status, 0) << describe(o);
   EXPECT_EQ(o.out, "a.txt\nadded.txt\nd\nsub\n");
   std::string id = session_id(o);
@@ -69,7 +70,8 @@ TEST(DeniedFiles, GitWorkspaceShowsTheNoticeAndHoldsNoneOfTheBytes) {
   f.init_git();
   write_file(f.file("secret.env"), "TRACKED-SECRET-7f3a9\n");
   f.commit_all("a tracked secret");
-  write_file(f.file("local.env"), "UNTRACKED-SECRET-c41d2\n");  // untracked: carried by --allow-dirty, but denied
+  write_file(f.file("local.env"),
+             "UNTRACKED-SECRET-c41d2\n");  // untracked: carried by --allow-dirty, but denied
   Output o = f.run({"--allow-dirty", "--deny", "secret.env", "--deny", "local.env", "--deny", "missing.env"},
                    "cat secret.env; cat local.env; cat a.txt; git status --porcelain");
   ASSERT_EQ(o.status, 0) << describe(o);
@@ -111,9 +113,10 @@ TEST(DeniedFiles, BadDenyPathsAreRefusedWithOneLineNamingThem) {
     std::string path;
     std::string says;
   };
-  for (const Case& c : {Case{"../outside", "'..' is refused"}, Case{"/etc/passwd", "absolute paths are refused"},
-                        Case{"*.env", "globs are refused"}, Case{"sub/", "names a directory"},
-                        Case{"sub", "is a directory in the project"}, Case{".git/config", "paths inside .git are refused"}}) {
+  for (const Case& c :
+       {Case{"../outside", "'..' is refused"}, Case{"/etc/passwd", "absolute paths are refused"},
+        Case{"*.env", "globs are refused"}, Case{"sub/", "names a directory"},
+        Case{"sub", "is a directory in the project"}, Case{".git/config", "paths inside .git are refused"}}) {
     Output o = f.run({"--deny", c.path}, "echo RAN");
     EXPECT_EQ(o.status, 125) << c.path << "\n" << describe(o);
     EXPECT_EQ(o.out, "") << c.path;

@@ -25,8 +25,9 @@ TEST(Readme, TheMainJobRunsOnTheSampleProject) {
   std::string id = session_id(test);
   EXPECT_FALSE(exists(f.file("greet_test"))) << "the build reached the project";
 
-  Output change = f.chock({"run", "--session", id, "--", "sh", "-c",
-                           "sed -i s/Hello/Hi/ greet.c greet_test.c && make test && git commit -qam 'Say hi'"});
+  Output change =
+      f.chock({"run", "--session", id, "--", "sh", "-c",
+               "sed -i s/Hello/Hi/ greet.c greet_test.c && make test && git commit -qam 'Say hi'"});
   ASSERT_EQ(change.status, 0) << describe(change);
   Output apply = f.chock({"apply", id, "--yes"});
   ASSERT_EQ(apply.status, 0) << describe(apply);

@@ -14,8 +14,8 @@ namespace chock::test::ws {
 namespace {
 
 std::map<std::string, std::string> git_env() {
-  return {{"GIT_CONFIG_GLOBAL", "/dev/null"},  {"GIT_CONFIG_SYSTEM", "/dev/null"},
-          {"GIT_AUTHOR_NAME", "Test Person"},  {"GIT_AUTHOR_EMAIL", "person@example.invalid"},
+  return {{"GIT_CONFIG_GLOBAL", "/dev/null"},    {"GIT_CONFIG_SYSTEM", "/dev/null"},
+          {"GIT_AUTHOR_NAME", "Test Person"},    {"GIT_AUTHOR_EMAIL", "person@example.invalid"},
           {"GIT_COMMITTER_NAME", "Test Person"}, {"GIT_COMMITTER_EMAIL", "person@example.invalid"}};
 }
 
