@@ -40,9 +40,10 @@ int run_sandbox(SandboxOptions& o) {
   }
   c.argv = o.command;
   if (c.allow_jit) {
-    std::fprintf(stderr,
-                 "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
-                 "executable at once); every blocked call still kills, io_uring is still refused\n");
+    std::fprintf(
+        stderr,
+        "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
+        "executable at once); every blocked call still kills, io_uring is still refused\n");
   }
   CancelSignals cancel;
   auto child = spawn(c);
@@ -82,8 +83,9 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       ->type_name("UID")
       ->check(CLI::Range(1LL, 4294967294LL));
   sub->add_flag("--stdin", o->config.pass_stdin, "Pass the caller's stdin (otherwise /dev/null)");
-  sub->add_flag("--allow-jit", o->config.allow_jit,
-                "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
+  sub->add_flag(
+      "--allow-jit", o->config.allow_jit,
+      "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
   sub->add_option("--timeout", o->timeout_seconds, "Stop every process of the call after SECONDS")
       ->type_name("SECONDS")
       ->check(CLI::PositiveNumber);
