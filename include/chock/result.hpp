@@ -46,9 +46,13 @@ struct LimitsReport {
   std::uint64_t memory_oom_kills = 0;       // memory.events oom_kill
   std::uint64_t memory_max_events = 0;      // memory.events max
   std::uint64_t pids_max_events = 0;        // pids.events max
-  // memory, processes, open_files, file_size, cpu_time, core_dump; empty when no limit ended it
+  // memory, processes, open_files, file_size, cpu_time; empty when no limit ended it.
+  // (core_dump is never a cause: see core_dump_suppressed.)
   std::string killed_by;
   std::uint64_t killed_by_limit = 0;  // the value of that limit
+  // The program died of a signal that dumps core and none was written, because
+  // the floor sets RLIMIT_CORE to 0. Never a cause of death by itself.
+  bool core_dump_suppressed = false;
 };
 
 struct Result {

@@ -76,6 +76,7 @@ std::string Result::to_json() const {
   if (limits.pids_max) lim["pids_max"] = *limits.pids_max;
   lim["killed_by"] = limits.killed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(limits.killed_by);
   if (!limits.killed_by.empty()) lim["killed_by_limit"] = limits.killed_by_limit;
+  lim["core_dump_suppressed"] = limits.core_dump_suppressed;
   j["limits"] = lim;
   return j.dump();
 }

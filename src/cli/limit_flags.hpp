@@ -1,0 +1,26 @@
+// The limit flags of `chock sandbox`: --memory --pids --nofile --fsize --cpu
+// --cgroup. Parsed as text so a bad value gets a line naming the flag.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "chock/config.hpp"
+#include "chock/error.hpp"
+#include "util/fd.hpp"
+
+namespace chock::cli {
+
+struct LimitFlags {
+  std::string memory, pids, nofile, fsize, cpu, cgroup;
+};
+
+// Registers the flags on a subcommand; values land in `flags` when it parses.
+void add_limit_flags(CLI::App& sub, LimitFlags& flags);
+
+// Fills config.limits and, for --cgroup, config.containment with a descriptor
+// that `cgroup_dir` keeps open for the life of the call.
+[[nodiscard]] Expected<void> apply_limit_flags(const LimitFlags& flags, Config& config, UniqueFd& cgroup_dir);
+
+}  // namespace chock::cli

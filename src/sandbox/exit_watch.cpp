@@ -1,0 +1,228 @@
+#include "sandbox/exit_watch.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/syscalls.hpp"
+
+#ifndef FSCONFIG_CMD_CREATE
+#define FSCONFIG_CMD_CREATE 6
+#endif
+
+namespace chock::exit_watch {
+
+namespace {
+
+// "123/fd" into buf, without snprintf (not async-signal-safe).
+void pid_path(char* buf, pid_t pid, const char* leaf) noexcept {
+  char digits[16];
+  int n = 0;
+  auto v = static_cast<unsigned>(pid);
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && n < 15);
+  int i = 0;
+  while (n > 0) buf[i++] = digits[--n];
+  buf[i++] = '/';
+  for (const char* p = leaf; *p != '\0'; ++p) buf[i++] = *p;
+  buf[i] = '\0';
+}
+
+// Bytes read from /proc/<pid>/<leaf> into buf (NUL-terminated), or -1.
+ssize_t read_proc(int proc_fd, pid_t pid, const char* leaf, char* buf, std::size_t size) noexcept {
+  char path[48];
+  pid_path(path, pid, leaf);
+  int fd = ::openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = ::read(fd, buf, size - 1);
+  ::close(fd);
+  if (n < 0) return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+std::uint32_t count_fds(int proc_fd, pid_t pid) noexcept {
+  char path[48];
+  pid_path(path, pid, "fd");
+  int fd = ::openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  alignas(8) char buf[8192];
+  std::uint32_t count = 0;
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<dirent64*>(buf + off);
+      if (d->d_name[0] != '.') ++count;
+      off += d->d_reclen;
+    }
+  }
+  ::close(fd);
+  return count;
+}
+
+std::uint64_t parse_u64(const char* p) noexcept {
+  std::uint64_t v = 0;
+  while (*p == ' ' || *p == '\t') ++p;
+  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<std::uint64_t>(*p++ - '0');
+  return v;
+}
+
+// VmData from /proc/<pid>/status, in bytes.
+std::uint64_t vm_data(int proc_fd, pid_t pid) noexcept {
+  char buf[4096];
+  if (read_proc(proc_fd, pid, "status", buf, sizeof buf) < 0) return 0;
+  for (const char* p = buf; *p != '\0'; ++p) {
+    if ((p == buf || p[-1] == '\n') && p[0] == 'V' && p[1] == 'm' && p[2] == 'D' && p[3] == 'a' &&
+        p[4] == 't' && p[5] == 'a' && p[6] == ':')
+      return parse_u64(p + 7) * 1024;
+  }
+  return 0;
+}
+
+// utime + stime (fields 14 and 15 of /proc/<pid>/stat), in clock ticks. The
+// command name (field 2) may hold spaces and parentheses: count from the last ')'.
+std::uint64_t cpu_ticks(int proc_fd, pid_t pid) noexcept {
+  char buf[1024];
+  ssize_t n = read_proc(proc_fd, pid, "stat", buf, sizeof buf);
+  if (n < 0) return 0;
+  const char* p = nullptr;
+  for (ssize_t i = n - 1; i >= 0; --i)
+    if (buf[i] == ')') {
+      p = buf + i + 1;
+      break;
+    }
+  if (p == nullptr) return 0;
+  // After ')': field 3 (state) is the first; utime is field 14.
+  int field = 2;
+  std::uint64_t total = 0;
+  while (*p != '\0') {
+    if (*p == ' ') {
+      ++field;
+      if (field == 14 || field == 15) total += parse_u64(p + 1);
+      if (field > 15) break;
+    }
+    ++p;
+  }
+  return total;
+}
+
+// The stop's system call returned -EFBIG: the kernel's RLIMIT_FSIZE refusal,
+// which a program raising SIGXFSZ on itself does not imitate.
+bool syscall_failed_efbig(pid_t pid) noexcept {
+#if defined(__x86_64__)
+  user_regs_struct regs{};
+  if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) return false;
+  return static_cast<long>(regs.rax) == -EFBIG;
+#else
+  (void)pid;
+  return false;
+#endif
+}
+
+void on_exit_stop(Watch& w, pid_t pid) noexcept {
+  unsigned long status = 0;
+  if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &status) != 0) return;
+  int st = static_cast<int>(status);
+  bool failed = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  if (!failed || w.proc_fd < 0) return;
+  std::uint32_t fds = count_fds(w.proc_fd, pid);
+  if (fds > w.evidence.exit_fds_max) w.evidence.exit_fds_max = fds;
+  std::uint64_t data = vm_data(w.proc_fd, pid);
+  if (data > w.evidence.exit_data_max) w.evidence.exit_data_max = data;
+}
+
+void on_signal_stop(Watch& w, pid_t pid, int sig) noexcept {
+  if (sig == SIGXFSZ && syscall_failed_efbig(pid)) ++w.evidence.xfsz_efbig;
+  if (sig == SIGXCPU && w.proc_fd >= 0 && w.cpu_soft_ticks > 0) {
+    // The kernel sends RLIMIT_CPU's SIGXCPU as itself (SI_KERNEL); kill(2)
+    // and tgkill(2) say SI_USER and SI_TKILL. It checks tick-sampled time,
+    // which on a loaded or virtual machine runs well ahead of the exact
+    // runtime /proc reports, so the time is only asked to be half the limit.
+    siginfo_t si{};
+    bool from_kernel = ::ptrace(PTRACE_GETSIGINFO, pid, nullptr, &si) == 0 && si.si_code == SI_KERNEL;
+    std::uint64_t ticks = cpu_ticks(w.proc_fd, pid);
+    if (from_kernel && ticks * 2 >= w.cpu_soft_ticks) {
+      ++w.evidence.xcpu_over_soft;
+      if (ticks > w.evidence.cpu_ticks_max) w.evidence.cpu_ticks_max = ticks;
+    }
+  }
+}
+
+}  // namespace
+
+unsigned long seize_options() noexcept {
+  return PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
+         PTRACE_O_EXITKILL;
+}
+
+int open_private_proc() noexcept {
+  int fs = sys::fsopen("proc", FSOPEN_CLOEXEC);
+  if (fs < 0) return -1;
+  int mnt = -1;
+  if (sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0)
+    mnt = sys::fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+  int saved = errno;
+  ::close(fs);
+  errno = saved;
+  return mnt;
+}
+
+int seize(Watch& w, pid_t pid) noexcept {
+  if (::ptrace(PTRACE_SEIZE, pid, nullptr, seize_options()) != 0) return errno;
+  w.evidence.traced = 1;
+  w.evidence.proc = w.proc_fd >= 0 ? 1 : 0;
+  w.tasks_live = 1;
+  w.evidence.tasks_peak = 1;
+  return 0;
+}
+
+bool on_wait(Watch& w, pid_t pid, int status) noexcept {
+  if (w.evidence.traced == 0) return false;
+  if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    if (w.tasks_live > 0) --w.tasks_live;
+    return false;
+  }
+  if (!WIFSTOPPED(status)) return false;
+  int sig = WSTOPSIG(status);
+  int event = status >> 16;
+  switch (event) {
+    case 0:  // signal-delivery stop: look, then deliver the signal as it was
+      on_signal_stop(w, pid, sig);
+      ::ptrace(PTRACE_CONT, pid, nullptr, sig);
+      return true;
+    case PTRACE_EVENT_FORK:
+    case PTRACE_EVENT_VFORK:
+    case PTRACE_EVENT_CLONE:
+      if (++w.tasks_live > w.evidence.tasks_peak) w.evidence.tasks_peak = w.tasks_live;
+      ::ptrace(PTRACE_CONT, pid, nullptr, 0);
+      return true;
+    case PTRACE_EVENT_EXIT:
+      on_exit_stop(w, pid);
+      ::ptrace(PTRACE_CONT, pid, nullptr, 0);
+      return true;
+    case PTRACE_EVENT_STOP:
+      // A stop signal means a group stop: keep the task stopped, as it would
+      // be untraced. SIGTRAP is a new task's first stop: let it run.
+      if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+        ::ptrace(PTRACE_LISTEN, pid, nullptr, 0);
+      else
+        ::ptrace(PTRACE_CONT, pid, nullptr, 0);
+      return true;
+    default:
+      ::ptrace(PTRACE_CONT, pid, nullptr, 0);
+      return true;
+  }
+}
+
+}  // namespace chock::exit_watch

@@ -1,0 +1,54 @@
+// The keeper's witness of how the program's processes ended. Some limits end
+// a program without a signal (an fd bomb gets EMFILE, a fork bomb EAGAIN, a
+// memory hog ENOMEM), so the keeper traces the program's process tree with
+// ptrace (PTRACE_SEIZE; the program itself cannot call ptrace, seccomp kills
+// it) and samples each process as it ends, before it lets go of its files and
+// memory. Everything here runs in the keeper after the fork: system calls
+// only, no allocation.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace chock::exit_watch {
+
+// What the keeper saw, sent to the host side as raw bytes when the program
+// has ended. Each field is evidence for one limit; none names a limit alone.
+struct Evidence {
+  std::uint32_t traced = 0;          // 1: the program was seized, the rest means something
+  std::uint32_t proc = 0;            // 1: a procfs of the sandbox's pid namespace was readable
+  std::uint32_t tasks_peak = 0;      // most live tasks of the program's tree at one time
+  std::uint32_t exit_fds_max = 0;    // most open fds a task held as it failed (exit code != 0)
+  std::uint64_t exit_data_max = 0;   // largest VmData (bytes) of a task as it failed
+  std::uint32_t xfsz_efbig = 0;      // SIGXFSZ deliveries right after a system call failed with EFBIG
+  std::uint32_t xcpu_over_soft = 0;  // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
+  std::uint64_t cpu_ticks_max = 0;   // largest own CPU time (clock ticks) seen at such a delivery
+};
+
+// Keeper state: fixed size, built before the fork.
+struct Watch {
+  int proc_fd = -1;                  // a procfs of the sandbox pid namespace, or -1
+  std::uint64_t cpu_soft_ticks = 0;  // RLIMIT_CPU soft, in clock ticks (sysconf before the fork)
+  std::uint32_t tasks_live = 0;
+  Evidence evidence;
+};
+
+// Options for PTRACE_SEIZE: follow every fork, vfork and thread, stop each
+// task at exit, and kill the tracees if the keeper dies.
+unsigned long seize_options() noexcept;
+
+// A detached procfs of the caller's pid namespace (fsopen + fsmount, so it is
+// attached nowhere in the mount tree), or -1 with errno.
+int open_private_proc() noexcept;
+
+// Seizes `pid` (the keeper's freshly forked program). 0, or errno.
+int seize(Watch& watch, pid_t pid) noexcept;
+
+// For each waitpid(-1, &status, __WALL) result in the keeper. Returns true
+// when `status` was a ptrace stop, which it recorded and resumed; false when
+// it was an end (exit or signal) for the keeper's own handling. Counts ends of
+// traced tasks either way.
+bool on_wait(Watch& watch, pid_t pid, int status) noexcept;
+
+}  // namespace chock::exit_watch

@@ -1,0 +1,86 @@
+#include "sandbox/limits.hpp"
+
+#include <unistd.h>
+
+#include "sandbox/kill_naming.hpp"
+
+namespace chock {
+
+std::optional<Error> LimitsSetup::placement_failed(int code) {
+  clone_cgroup_fd = -1;
+  if (supplied) return cgroup::placement_error(code);
+  managed.placement_failed(code);
+  return std::nullopt;
+}
+
+exit_watch::Watch LimitsSetup::watch() const {
+  exit_watch::Watch w;
+  if (const rlimits::Entry* cpu = rlimits::find(plan, RLIMIT_CPU);
+      cpu != nullptr && cpu->soft != RLIM_INFINITY)
+    w.cpu_soft_ticks = static_cast<std::uint64_t>(cpu->soft) * static_cast<std::uint64_t>(clock_ticks);
+  return w;
+}
+
+Expected<LimitsSetup> prepare_limits(const Config& config) {
+  LimitsSetup s;
+  rlimits::Machine machine = rlimits::probe_machine();
+  auto plan = rlimits::prepare(config.limits, machine);
+  if (!plan) return std::move(plan).error();
+  s.plan = *plan;
+  s.processes_allowed = config.limits.processes.value_or(rlimits::kDefaultProcesses);
+  s.clock_ticks = ::sysconf(_SC_CLK_TCK);
+  if (config.containment.kind == Containment::Kind::supplied) {
+    if (auto ok = cgroup::check_supplied(config.containment.cgroup_fd); !ok) return std::move(ok).error();
+    s.supplied = true;
+    s.clone_cgroup_fd = config.containment.cgroup_fd;
+  } else {
+    s.managed = cgroup::Managed::create(config.limits);
+    if (s.managed.state() == CgroupState::ok) {
+      s.clone_cgroup_fd = s.managed.dir_fd();
+      // copy_process checks RLIMIT_NPROC before the pids controller: one
+      // above pids.max, the cgroup refuses first and pids.events says so.
+      for (std::size_t i = 0; i < s.plan.count; ++i)
+        if (s.plan.entries[i].resource == RLIMIT_NPROC &&
+            s.plan.entries[i].hard < machine.hard.at(RLIMIT_NPROC)) {
+          s.plan.entries[i].soft += 1;
+          s.plan.entries[i].hard += 1;
+        }
+    }
+  }
+  // --pids with neither a per-namespace RLIMIT_NPROC nor a cgroup of ours
+  // would be a promise nothing keeps.
+  if (config.limits.processes && rlimits::find(s.plan, RLIMIT_NPROC) == nullptr &&
+      s.managed.state() != CgroupState::ok)
+    return Error{
+        "limit --pids " + std::to_string(*config.limits.processes) +
+            " cannot be honoured: this kernel counts RLIMIT_NPROC across the whole user (before 5.14)"
+            " and no cgroup of Chock's bounds processes" +
+            (s.supplied ? std::string(" (the supplied cgroup is the caller's to limit)")
+                        : ": " + s.managed.reason()),
+        {},
+        0,
+        Errc::bad_config};
+  return s;
+}
+
+void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& evidence) {
+  LimitsReport& r = result.limits;
+  r.rlimits = rlimits::report(s.plan);
+  if (s.supplied) {
+    r.cgroup = CgroupState::supplied;
+  } else {
+    s.managed.fill(r);
+  }
+  KillFacts facts;
+  facts.exit_code = result.exit_code;
+  facts.signal = result.signal;
+  facts.ended_by_chock = result.timed_out || result.cancelled;
+  facts.plan = &s.plan;
+  facts.processes_allowed = s.processes_allowed;
+  facts.evidence = evidence;
+  facts.clock_ticks = s.clock_ticks;
+  name_kill(facts, r);
+  s.managed.teardown();
+}
+
+}  // namespace chock

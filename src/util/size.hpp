@@ -1,0 +1,17 @@
+// The values limit flags take: sizes ("512MiB", "2GiB", "4096") and counts.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "chock/error.hpp"
+
+namespace chock {
+
+// Bytes, with an optional binary unit: B, KiB, MiB, GiB, TiB. Decimal units
+// (MB, GB) are refused rather than guessed at. `flag` names the flag in errors.
+[[nodiscard]] Expected<std::uint64_t> parse_size(std::string_view flag, std::string_view text);
+// A plain decimal count.
+[[nodiscard]] Expected<std::uint64_t> parse_count(std::string_view flag, std::string_view text);
+
+}  // namespace chock
