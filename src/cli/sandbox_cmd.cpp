@@ -9,6 +9,7 @@
 
 #include "chock/sandbox.hpp"
 #include "cli/command.hpp"
+#include "cli/limit_flags.hpp"
 #include "cli/outcome.hpp"
 
 namespace chock::cli {
@@ -22,6 +23,7 @@ struct SandboxOptions {
   long long user = -1;
   std::string result_file;
   std::vector<std::string> command;
+  LimitFlags limits;
 };
 
 int run_sandbox(SandboxOptions& o) {
@@ -39,6 +41,9 @@ int run_sandbox(SandboxOptions& o) {
     c.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
   }
   c.argv = o.command;
+  UniqueFd cgroup_dir;  // --cgroup: held open for the life of the call
+  if (auto limits = apply_limit_flags(o.limits, c, cgroup_dir); !limits)
+    return refuse(limits.error(), o.result_file);
   if (c.allow_jit) {
     std::fprintf(
         stderr,
@@ -91,6 +96,7 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--result", o->result_file, "Write the result as one JSON object to FILE")
       ->type_name("FILE");
+  add_limit_flags(*sub, o->limits);
   sub->add_option("command", o->command, "The command and its arguments, after --")->required();
   sub->positionals_at_end();
   sub->final_callback([&action, o] { action = [o] { return run_sandbox(*o); }; });
