@@ -1,5 +1,7 @@
 #include "cli/outcome.hpp"
 
+#include "sandbox/kill_naming.hpp"
+
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -48,6 +50,8 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
     std::fprintf(stderr, "chock: the call ran past its timeout and every process of it was stopped\n");
   } else if (r.cancelled) {
     std::fprintf(stderr, "chock: the call was cancelled and every process of it was stopped\n");
+  } else if (std::string named = kill_message(r.limits); !named.empty()) {
+    std::fprintf(stderr, "%s\n", named.c_str());
   } else if (r.signal) {
     std::fprintf(stderr, "chock: the program was killed by %s\n", signal_words(*r.signal).c_str());
   }

@@ -9,6 +9,7 @@
 
 #include "chock/sandbox.hpp"
 #include "cli/command.hpp"
+#include "cli/limit_flags.hpp"
 #include "cli/outcome.hpp"
 
 namespace chock::cli {
@@ -22,6 +23,7 @@ struct SandboxOptions {
   long long user = -1;
   std::string result_file;
   std::vector<std::string> command;
+  LimitFlags limits;
 };
 
 int run_sandbox(SandboxOptions& o) {
@@ -39,10 +41,14 @@ int run_sandbox(SandboxOptions& o) {
     c.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
   }
   c.argv = o.command;
+  UniqueFd cgroup_dir;  // --cgroup: held open for the life of the call
+  if (auto limits = apply_limit_flags(o.limits, c, cgroup_dir); !limits)
+    return refuse(limits.error(), o.result_file);
   if (c.allow_jit) {
-    std::fprintf(stderr,
-                 "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
-                 "executable at once); every blocked call still kills, io_uring is still refused\n");
+    std::fprintf(
+        stderr,
+        "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
+        "executable at once); every blocked call still kills, io_uring is still refused\n");
   }
   CancelSignals cancel;
   auto child = spawn(c);
@@ -82,13 +88,15 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       ->type_name("UID")
       ->check(CLI::Range(1LL, 4294967294LL));
   sub->add_flag("--stdin", o->config.pass_stdin, "Pass the caller's stdin (otherwise /dev/null)");
-  sub->add_flag("--allow-jit", o->config.allow_jit,
-                "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
+  sub->add_flag(
+      "--allow-jit", o->config.allow_jit,
+      "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
   sub->add_option("--timeout", o->timeout_seconds, "Stop every process of the call after SECONDS")
       ->type_name("SECONDS")
       ->check(CLI::PositiveNumber);
   sub->add_option("--result", o->result_file, "Write the result as one JSON object to FILE")
       ->type_name("FILE");
+  add_limit_flags(*sub, o->limits);
   sub->add_option("command", o->command, "The command and its arguments, after --")->required();
   sub->positionals_at_end();
   sub->final_callback([&action, o] { action = [o] { return run_sandbox(*o); }; });

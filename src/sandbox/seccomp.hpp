@@ -37,9 +37,13 @@ struct Killed {
 // predates open_tree_attr) is added by number.
 const std::vector<Killed>& killed_calls();
 
-// Built once per Options and cached: `chock sandbox` builds it on every call.
+// The filter for these options. The binary-tree programs were compiled at
+// build time and are embedded; anything else is compiled once and cached.
 Expected<Program> build(bool allow_jit);
 Expected<Program> build(const Options& options);
+// Compiles with libseccomp now, every time (the build step, and the test
+// that the embedded programs are what libseccomp makes).
+Expected<Program> compile(const Options& options);
 
 // After the fork, in the child: system calls only.
 // keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): the call stops sharing the

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "sandbox/exit_watch.hpp"
+
 namespace chock::sandbox {
 
 enum class Step : std::uint32_t {
@@ -58,7 +60,7 @@ struct Record {
   enum Kind : std::uint32_t {
     setup_failed = 1,  // step, error, detail
     exec_failed,       // error
-    program_status,    // status (as from wait4), rusage
+    program_status,    // status (as from wait4), rusage, the keeper's evidence
     keeper_pidfd,      // carries the keeper's pidfd as SCM_RIGHTS
   };
   std::uint32_t kind = 0;
@@ -69,6 +71,7 @@ struct Record {
   std::int64_t user_usec = 0;
   std::int64_t system_usec = 0;
   std::int64_t max_rss_kib = 0;
+  exit_watch::Evidence evidence;  // what the keeper saw of how the program's processes ended
 };
 
 // Sends one record (and optionally a descriptor). Async-signal-safe.

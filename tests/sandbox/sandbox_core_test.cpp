@@ -48,14 +48,20 @@ Output probe(std::vector<std::string> args, std::vector<std::string> probe_args,
   return sandbox(std::move(args), cmd, o);
 }
 
-// Host processes whose command line contains `marker`.
+// Host processes whose command line starts with `marker`. A process may end
+// while it is read: that read fails and the process is not counted.
 int count_host_processes(const std::string& marker) {
   int count = 0;
   DIR* d = opendir("/proc");
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    int fd = open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    std::string cmdline(buf, static_cast<size_t>(n));
     for (auto& ch : cmdline)
       if (ch == '\0') ch = ' ';
     if (cmdline.rfind(marker, 0) == 0) ++count;  // the command itself, not a shell naming it

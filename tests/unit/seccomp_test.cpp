@@ -220,6 +220,19 @@ TEST(SeccompBuild, IsCachedAndLayoutsDiffer) {
   EXPECT_FALSE(same_layout);
 }
 
+// The programs embedded at build time are exactly what libseccomp compiles now.
+TEST(SeccompBuild, EmbeddedProgramsAreWhatLibseccompCompiles) {
+  for (const auto& v : kVariants) {
+    auto shipped = build(v.options);
+    auto fresh = compile(v.options);
+    ASSERT_TRUE(shipped && fresh) << v.name;
+    ASSERT_EQ(shipped->instructions.size(), fresh->instructions.size()) << v.name;
+    EXPECT_EQ(0, std::memcmp(shipped->instructions.data(), fresh->instructions.data(),
+                             fresh->instructions.size() * sizeof(sock_filter)))
+        << v.name;
+  }
+}
+
 // In a forked child: NO_NEW_PRIVS, the fresh keyring, the filter, then `body`.
 // Returns the wait status.
 int run_filtered(bool allow_jit, const std::function<int()>& body) {

@@ -1,0 +1,50 @@
+// Everything the processes of a call need, built by the caller before the
+// first clone: after it, they make system calls only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "chock/config.hpp"
+#include "chock/error.hpp"
+#include "sandbox/exit_watch.hpp"
+#include "sandbox/landlock.hpp"
+#include "sandbox/limits.hpp"
+#include "sandbox/mount_tree.hpp"
+#include "sandbox/namespaces.hpp"
+#include "sandbox/rlimits.hpp"
+#include "sandbox/seccomp.hpp"
+#include "util/fd.hpp"
+
+namespace chock::sandbox {
+
+struct Launch {
+  Identity identity;
+  MountPlan mounts;
+  std::vector<std::string> argv_storage;
+  std::vector<std::string> env_storage;
+  std::vector<std::string> candidates;  // where argv[0] may be, in PATH order
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  std::string cwd;
+  bool pass_stdin = false;
+  landlock::Prepared landlock;
+  seccomp::Program filter;
+  rlimits::Plan rlimits;
+  exit_watch::Watch watch;
+  UniqueFd dev_null;
+  UniqueFd channel;            // the child's end of the report channel
+  std::vector<int> keep_fds;   // sorted: what the middle keeps open
+  std::vector<int> setup_fds;  // what the keeper closes once the program has it
+  pid_t caller_pid = 0;
+  int rlimit_labels = 0;  // index of the first rlimit in the caller's label table
+};
+
+// Builds a Launch from a Config, and the label table the caller uses to name
+// a failed step's object (mount operations, then Landlock rules, then rlimits).
+Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, Launch& launch,
+                              std::vector<std::string>& labels);
+
+}  // namespace chock::sandbox

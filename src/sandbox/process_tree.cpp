@@ -1,0 +1,239 @@
+#include "sandbox/process_tree.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/capabilities.hpp"
+#include "sandbox/steps.hpp"
+#include "util/syscalls.hpp"
+
+namespace chock::sandbox {
+
+namespace {
+
+// Signals the keeper passes on to the program. Everything that ends a call
+// goes through the pidfd instead.
+constexpr int kForwardedSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+
+Step landlock_step(const char* step) noexcept {
+  if (std::strcmp(step, "landlock_rule") == 0) return Step::landlock_rule;
+  if (std::strcmp(step, "landlock_restrict") == 0) return Step::landlock_restrict;
+  if (std::strcmp(step, "no_new_privs") == 0) return Step::no_new_privs;
+  return Step::landlock_ruleset;
+}
+
+// Closes every descriptor but those in the sorted `keep` list.
+bool close_all_but(const std::vector<int>& keep) noexcept {
+  unsigned next = 0;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > next && sys::close_range(next, static_cast<unsigned>(fd) - 1, 0) != 0)
+      return false;
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  return sys::close_range(next, ~0U, 0) == 0;
+}
+
+void reset_signals() noexcept {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] void exec_program(Launch& l) noexcept {
+  int saved = ENOENT;
+  for (auto& candidate : l.candidates) {
+    execve(candidate.c_str(), l.argv.data(), l.envp.data());
+    // Like execvp: a missing entry moves on; a refusal is remembered.
+    if (errno == EACCES) {
+      saved = EACCES;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      saved = errno;
+      break;
+    }
+  }
+  Record r;
+  r.kind = Record::exec_failed;
+  r.error = saved;
+  send_record(l.channel.get(), r);
+  _exit(saved == ENOENT || saved == ENOTDIR ? 127 : 126);
+}
+
+// `seized`: readable (a byte, or EOF) once the keeper watches this process.
+[[noreturn]] void program_main(Launch& l, int seized) noexcept {
+  const int channel = l.channel.get();
+  StepFailure f;
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (l.watch.proc_fd >= 0) close(l.watch.proc_fd);  // the keeper's, not ours
+  if (setsid() < 0) fail_step(channel, {Step::setsid, errno, -1});
+  if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
+  if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
+  l.dev_null.reset();
+  if (chdir(l.cwd.c_str()) != 0) fail_step(channel, {Step::chdir, errno, -1});
+  if (!drop_capabilities(&f)) fail_step(channel, f);
+  if (!set_no_new_privs(&f)) fail_step(channel, f);
+  landlock::Failure lf{"", 0, -1};
+  if (!landlock::apply(l.landlock, &lf)) {
+    // A rule's index is reported after the mount labels (see prepare_launch).
+    const int detail = lf.rule >= 0 ? static_cast<int>(l.mounts.ops.size()) + lf.rule : -1;
+    fail_step(channel, {landlock_step(lf.step), lf.error, detail});
+  }
+  int error = 0;
+  if (!seccomp::join_fresh_session_keyring(&error)) fail_step(channel, {Step::keyring, error, -1});
+  reset_signals();
+  if (!seccomp::install(l.filter, &error)) fail_step(channel, {Step::seccomp, error, -1});
+  char byte = 0;
+  while (read(seized, &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(seized);
+  int resource = 0;
+  if (int err = rlimits::apply(l.rlimits, &resource); err != 0) {
+    int detail = -1;
+    for (std::size_t i = 0; i < l.rlimits.count; ++i)
+      if (l.rlimits.entries[i].resource == resource) detail = l.rlimit_labels + static_cast<int>(i);
+    fail_step(channel, {Step::rlimits, err, detail});
+  }
+  exec_program(l);
+}
+
+volatile int g_program_pidfd = -1;
+
+void forward_signal(int sig) {
+  int saved = errno;
+  sys::pidfd_send_signal(g_program_pidfd, sig);
+  errno = saved;
+}
+
+[[noreturn]] void keeper_main(Launch& l, int middle_pidfd) noexcept {
+  const int channel = l.channel.get();
+  // If the middle is gone already, the death signal was sent before we asked for it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  pollfd p{middle_pidfd, POLLIN, 0};
+  if (poll(&p, 1, 0) != 0) _exit(125);
+  close(middle_pidfd);
+
+  // A procfs of this pid namespace, made while the host's /proc is still in
+  // the mount namespace (the kernel wants a visible one first).
+  exit_watch::Watch& watch = l.watch;
+  watch.proc_fd = exit_watch::open_private_proc();
+  int seized[2];
+  if (pipe2(seized, O_CLOEXEC) != 0) fail_step(channel, {Step::clone_program, errno, -1});
+  int program_pidfd = -1;
+  long pid = clone_with_pidfd(&program_pidfd, -1);
+  if (pid < 0) fail_step(channel, {Step::clone_program, errno, -1});
+  if (pid == 0) {
+    close(seized[1]);
+    program_main(l, seized[0]);
+  }
+  close(seized[0]);
+  // Watched before it can exec (it waits for the byte), while both of us
+  // still hold the same capabilities; untraced, the naming is only weaker.
+  exit_watch::seize(watch, static_cast<pid_t>(pid));
+  (void)write(seized[1], "w", 1);
+  close(seized[1]);
+
+  // The program holds what it needs; the keeper keeps only the channel.
+  for (int fd : l.setup_fds) close(fd);
+  StepFailure f;
+  if (!drop_capabilities(&f) || !set_no_new_privs(&f)) {
+    sys::pidfd_send_signal(program_pidfd, SIGKILL);
+    fail_step(channel, f);
+  }
+  g_program_pidfd = program_pidfd;
+  struct sigaction fwd {};
+  fwd.sa_handler = forward_signal;
+  sigemptyset(&fwd.sa_mask);
+  for (int sig : kForwardedSignals) sigaction(sig, &fwd, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  for (;;) {
+    int status = 0;
+    rusage ru{};
+    pid_t got = wait4(-1, &status, __WALL, &ru);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      _exit(125);  // ECHILD: cannot happen while the program is ours to reap
+    }
+    if (exit_watch::on_wait(watch, got, status)) continue;  // a ptrace stop, resumed
+    if (got != pid) continue;  // an orphan reparented to us: reaped, nothing more
+    Record r;
+    r.kind = Record::program_status;
+    r.status = status;
+    r.user_usec = ru.ru_utime.tv_sec * 1000000L + ru.ru_utime.tv_usec;
+    r.system_usec = ru.ru_stime.tv_sec * 1000000L + ru.ru_stime.tv_usec;
+    r.max_rss_kib = ru.ru_maxrss;
+    r.evidence = watch.evidence;
+    send_record(channel, r);
+    // Exiting as pid 1 takes every other process of the namespace with us.
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+}
+
+}  // namespace
+
+long clone_with_pidfd(int* pidfd, int cgroup_fd) noexcept {
+  sys::CloneArgs args;
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+  }
+  long pid = sys::clone3(&args);
+  if (pid < 0 && errno == ENOSYS && cgroup_fd < 0) {
+    // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
+    pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, nullptr, pidfd, nullptr, nullptr);
+  }
+  return pid;
+}
+
+void middle_main(Launch& l) noexcept {
+  const int channel = l.channel.get();
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != l.caller_pid) _exit(125);
+  setpgid(0, 0);
+  if (!close_all_but(l.keep_fds)) fail_step(channel, {Step::close_fds, errno, -1});
+  StepFailure f;
+  if (!drop_to_identity(l.identity, &f)) fail_step(channel, f);
+  if (!enter_namespaces(l.identity, &f)) fail_step(channel, f);
+
+  int self = sys::pidfd_open(getpid(), 0);
+  if (self < 0) fail_step(channel, {Step::clone_keeper, errno, -1});
+  int keeper_pidfd = -1;
+  long pid = clone_with_pidfd(&keeper_pidfd, -1);
+  if (pid < 0) fail_step(channel, {Step::clone_keeper, errno, -1});
+  if (pid == 0) keeper_main(l, self);
+  close(self);
+
+  Record r;
+  r.kind = Record::keeper_pidfd;
+  send_record(channel, r, keeper_pidfd);
+  close(keeper_pidfd);
+  for (int fd : l.setup_fds) close(fd);
+  close(channel);
+  if (!drop_capabilities(&f) || !set_no_new_privs(&f)) _exit(125);
+
+  int status = 0;
+  while (waitpid(static_cast<pid_t>(pid), &status, __WALL) < 0) {
+    if (errno != EINTR) _exit(125);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+}  // namespace chock::sandbox
