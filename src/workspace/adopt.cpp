@@ -48,9 +48,9 @@ std::vector<std::string> entries(const std::string& dir) {
 
 // Every non-directory path below a lower directory, relative to the layer root.
 void lower_files(const std::string& lower_root, const std::string& rel, std::vector<std::string>& out) {
-  for (const auto& n : entries(lower_root + "/" + rel)) {
-    std::string sub = rel + "/" + n;
-    if (fs::is_dir(lower_root + "/" + sub)) {
+  for (const auto& n : entries(fs::join(lower_root, rel))) {
+    std::string sub = fs::join(rel, n);
+    if (fs::is_dir(fs::join(lower_root, sub))) {
       lower_files(lower_root, sub, out);
     } else {
       out.push_back(sub);
@@ -66,7 +66,7 @@ bool is_whiteout(const std::string& path, const struct stat& st) {
 void walk(const Session& s, const std::string& rel, Changes& c) {
   std::string upper_dir = s.upper() + (rel.empty() ? "" : "/" + rel);
   for (const auto& n : entries(upper_dir)) {
-    std::string sub = rel.empty() ? n : rel + "/" + n;
+    std::string sub = rel.empty() ? n : fs::join(rel, n);
     std::string up = s.upper() + "/" + sub;
     std::string low = s.lower + "/" + sub;
     struct stat st {};
@@ -150,7 +150,8 @@ Expected<AdoptReport> adopt(const std::string& id) {
     }
   }
   for (const auto& p : c.deleted) list += "deleted\t" + p + "\n";
-  for (const auto& [p, why] : c.skipped) list += "skipped\t" + p + "\t" + why + "\n";
+  for (const auto& [p, why] : c.skipped)
+    list.append("skipped\t").append(p).append("\t").append(why).append("\n");
   if (auto w = fs::write_file_atomic(r.list_file, list); !w) return std::move(w).error();
   r.changed = std::move(c.changed);
   r.added = std::move(c.added);

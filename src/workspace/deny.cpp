@@ -43,7 +43,7 @@ Expected<void> write_notice(int root_fd, const std::string& rel, uid_t owner) {
 Expected<void> check_deny_targets(const std::string& project, const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     struct stat st {};
-    if (::lstat((project + "/" + p).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    if (::lstat(fs::join(project, p).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       return Error{"--deny " + p + ": is a directory in the project; name files", "", 0, Errc::bad_config};
   }
   return {};
@@ -56,7 +56,7 @@ Expected<void> cover_denied(const Session& s, const std::vector<std::string>& pa
   if (!root_fd) return sys_error("open", root);
   for (const auto& p : paths) {
     bool in_project = fs::exists(s.project + "/" + p);
-    bool in_workspace = fs::exists(root + "/" + p);
+    bool in_workspace = fs::exists(fs::join(root, p));
     if (!in_project && !in_workspace) {
       notes.push_back("--deny " + p + ": no such file in the project; nothing to cover");
       continue;

@@ -122,17 +122,16 @@ Expected<void> remove_tree(const std::string& path) {
       },
       64, FTW_PHYS);
   static thread_local int first_errno;
-  static thread_local std::string* first_path;
-  std::string failed;
+  static thread_local std::string failed;
   first_errno = 0;
-  first_path = &failed;
+  failed.clear();
   ::nftw(
       path.c_str(),
       [](const char* p, const struct stat*, int type, FTW*) {
         int rc = (type == FTW_DP || type == FTW_D || type == FTW_DNR) ? ::rmdir(p) : ::unlink(p);
         if (rc != 0 && first_errno == 0) {
           first_errno = errno;
-          *first_path = p;
+          failed = p;
         }
         return 0;
       },
@@ -218,9 +217,9 @@ Expected<void> copy_dir(const std::string& from, const std::string& to, const st
   }
   ::closedir(d);
   for (const auto& name : names) {
-    std::string src = from + "/" + name;
-    std::string dst = to + "/" + name;
-    std::string sub = rel.empty() ? name : rel + "/" + name;
+    std::string src = join(from, name);
+    std::string dst = join(to, name);
+    std::string sub = rel.empty() ? name : join(rel, name);
     if (hooks.skip) {
       std::string why = hooks.skip(sub);
       if (!why.empty()) {
@@ -276,6 +275,13 @@ Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool cre
     cur.reset(fd);
   }
   return cur.release();
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out.append(dir).append(1, '/').append(name);
+  return out;
 }
 
 std::string parent_of(const std::string& rel) {

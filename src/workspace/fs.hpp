@@ -46,6 +46,7 @@ Expected<void> copy_entry(const std::string& from, const std::string& to);
 Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create);
 
 // Joins and splits '/'-separated relative paths.
+std::string join(const std::string& dir, const std::string& name);
 std::string parent_of(const std::string& rel);
 std::string base_of(const std::string& rel);
 

@@ -40,7 +40,7 @@ std::vector<std::string> environment(const Env& env) {
   for (const auto& [k, v] : env.vars) vars[k] = v;
   std::vector<std::string> out;
   out.reserve(vars.size());
-  for (const auto& [k, v] : vars) out.push_back(k + "=" + v);
+  for (const auto& [k, v] : vars) out.push_back(std::string(k).append("=").append(v));
   return out;
 }
 

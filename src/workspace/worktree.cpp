@@ -52,7 +52,7 @@ Expected<void> make_common(const Session& s, const std::string& real_common) {
   }
   ::closedir(d);
   for (const auto& n : names) {
-    std::string link = common + "/" + n;
+    std::string link = fs::join(common, n);
     if (::symlink(("../repo/" + n).c_str(), link.c_str()) != 0) return sys_error("symlink", link);
   }
   // The repository format must be read from this file itself: git does not
@@ -170,10 +170,12 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
     if (auto r = git::capture(args, env, "mark denied files"); !r) return std::move(r).error();
     for (const auto& t : tracked_denied)
       notes.push_back(
-          "warning: denied file " + t +
-          " is tracked by git: the sandbox sees the notice in its place, but its committed bytes are "
-          "in the repository's objects, which the sandbox can read (git show HEAD:" +
-          t + ")");
+          std::string("warning: denied file ")
+              .append(t)
+              .append(" is tracked by git: the sandbox sees the notice in its place, but its committed "
+                      "bytes are in the repository's objects, which the sandbox can read (git show HEAD:")
+              .append(t)
+              .append(")"));
   }
   if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the worktree"); !r)
     return std::move(r).error();
