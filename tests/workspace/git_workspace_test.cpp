@@ -48,6 +48,31 @@ TEST(GitWorkspace, WithoutATerminalApplyRefusesAndSaysHow) {
   EXPECT_FALSE(exists(f.file("x.txt")));
 }
 
+TEST(GitWorkspace, OnATerminalApplyAsksAndTakesTheAnswer) {
+  if (::access("/usr/bin/script", X_OK) != 0) GTEST_SKIP() << "script(1) from util-linux is not installed";
+  Fixture f;
+  f.init_git();
+  Output o = f.run({}, "echo x > x.txt && git add x.txt && git commit -q -m 'agent: x'");
+  ASSERT_EQ(o.status, 0) << describe(o);
+  std::string id = session_id(o);
+  // script(1) gives chock a terminal; the answer comes on it.
+  auto on_terminal = [&](const std::string& answer) {
+    RunOptions r;
+    r.cwd = f.project();
+    r.env = {{"XDG_DATA_HOME", f.data()}};
+    r.stdin_data = answer;
+    return run_process({"script", "-qec", chock_binary() + " apply " + id, "/dev/null"}, r);
+  };
+  Output no = on_terminal("n\n");
+  EXPECT_EQ(no.status, 1) << describe(no);
+  EXPECT_NE(no.out.find("Apply? [y/N]"), std::string::npos) << no.out;
+  EXPECT_NE(no.out.find("not applied: you answered no"), std::string::npos) << no.out;
+  EXPECT_FALSE(exists(f.file("x.txt")));
+  Output yes = on_terminal("y\n");
+  EXPECT_EQ(yes.status, 0) << describe(yes);
+  EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "agent: x");
+}
+
 TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {
   Fixture f;
   f.init_git();
