@@ -68,8 +68,11 @@ int run(const RunOptions& o) {
   config.network = o.net == "host" ? Network::host : Network::none;
   if (o.timeout_seconds > 0)
     config.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
-  if (auto r = workspace::add_to_config(s, current_dir(), config); !r)
-    return refuse(r.error(), o.result_file);
+  // The call starts where the caller named: --project's directory (which may
+  // be below the repository's top), else the current one.
+  std::string start = current_dir();
+  if (char real[PATH_MAX]; !o.project.empty() && ::realpath(o.project.c_str(), real) != nullptr) start = real;
+  if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
   if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
