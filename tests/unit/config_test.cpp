@@ -1,0 +1,607 @@
+// The schemas of chock.zon, the operator's config.zon and the organisation
+// bundle (from text and from real files), and the ratchet over their limits.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/chock_zon.hpp"
+
+namespace {
+
+using namespace chock;
+using namespace chock::config;
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+constexpr std::uint64_t kGiB = 1ULL << 30;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "chock-config-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& relative, const std::string& text) const {
+    const std::filesystem::path full = std::filesystem::path(path_) / relative;
+    std::filesystem::create_directories(full.parent_path());
+    std::ofstream(full, std::ios::binary) << text;
+    return full.string();
+  }
+  void mkdir(const std::string& relative) const {
+    std::filesystem::create_directories(path_ + "/" + relative);
+  }
+
+ private:
+  std::string path_;
+};
+
+// "path:line:col" of the first `needle` in `text`.
+std::string where(const std::string& path, const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  if (at == std::string::npos) return "(needle not in text)";
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return path + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+constexpr const char* kPath = "/p/chock.zon";
+
+std::string project_refusal(const std::string& text,
+                            const std::string& project_dir = "/nonexistent-chock-dir") {
+  auto p = parse_project(text, kPath, project_dir);
+  if (p) return "accepted";
+  return p.error().message();
+}
+
+// A refusal expected at `needle`: {text, needle, what}.
+struct Refusal {
+  std::string text;
+  std::string needle;
+  std::string what;
+};
+
+void expect_refusals(const std::vector<Refusal>& cases,
+                     const std::string& project_dir = "/nonexistent-chock-dir") {
+  for (const Refusal& c : cases)
+    EXPECT_EQ(project_refusal(c.text, project_dir), where(kPath, c.text, c.needle) + ": error: " + c.what)
+        << c.text;
+}
+
+TEST(ConfigProject, AWholeFile) {
+  const std::string text =
+      "// The project's own settings.\n"
+      ".{\n"
+      "    .policy = .{\n"
+      "        .rules = .{\n"
+      "            .{ .action = \"sandbox.jit\", .decision = .allow },\n"
+      "            .{ .action = \"net.connect.com.github.*\", .decision = .ask },\n"
+      "            .{ .action = \"workspace.apply\", .decision = .deny },\n"
+      "        },\n"
+      "    },\n"
+      "    .deny_read = .{ \".env\", \"config/secrets.zon\" },\n"
+      "    .limits = .{ .processes = 128, .memory = \"4GiB\" },\n"
+      "    .network = .filtered,\n"
+      "}\n";
+  auto p = parse_project(text, kPath, "/nonexistent-chock-dir");
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_EQ(p->path, kPath);
+  EXPECT_EQ(p->bytes, text);
+  ASSERT_EQ(p->rules.size(), 3u);
+  EXPECT_EQ(p->rules[0].action, "sandbox.jit");
+  EXPECT_EQ(p->rules[0].decision, policy::Decision::allow);
+  EXPECT_EQ(p->rules[0].origin, "/p/chock.zon:5:13");
+  EXPECT_EQ(p->rules[1].action, "net.connect.com.github.*");
+  EXPECT_EQ(p->rules[1].decision, policy::Decision::ask);
+  EXPECT_EQ(p->rules[2].decision, policy::Decision::deny);
+  EXPECT_EQ(p->rules[2].origin, "/p/chock.zon:7:13");
+  EXPECT_EQ(p->deny_read, (std::vector<std::string>{".env", "config/secrets.zon"}));
+  ASSERT_TRUE(p->limits.processes);
+  EXPECT_EQ(p->limits.processes->kind, LimitValue::Kind::absolute);
+  EXPECT_EQ(p->limits.processes->value, 128u);
+  EXPECT_EQ(p->limits.processes->origin, "/p/chock.zon:11:31");
+  ASSERT_TRUE(p->limits.memory);
+  EXPECT_EQ(p->limits.memory->value, 4 * kGiB);
+  EXPECT_EQ(p->network, Network::filtered);
+}
+
+TEST(ConfigProject, EmptyAndShares) {
+  auto empty = parse_project(".{}", kPath, "/nonexistent-chock-dir");
+  ASSERT_TRUE(empty) << empty.error().message();
+  EXPECT_TRUE(empty->rules.empty());
+  EXPECT_FALSE(empty->limits.processes);
+  EXPECT_FALSE(empty->network);
+  auto shares = parse_project(
+      ".{ .limits = .{ .processes = \"50%\", .memory = \"100%\" }, .policy = .{ .rules = .{} } }", kPath,
+      "/nonexistent-chock-dir");
+  ASSERT_TRUE(shares) << shares.error().message();
+  EXPECT_EQ(shares->limits.processes->kind, LimitValue::Kind::percent);
+  EXPECT_EQ(shares->limits.processes->value, 50u);
+  EXPECT_EQ(shares->limits.memory->kind, LimitValue::Kind::percent);
+  EXPECT_EQ(shares->limits.memory->value, 100u);
+}
+
+TEST(ConfigProject, UnknownKeysAndWrongTypes) {
+  const std::string rules = ".{ .policy = .{ .rules = .{ ";
+  expect_refusals({
+      {".{ .polcy = .{} }", ".polcy",
+       "unknown key '.polcy' in chock.zon; the keys there are .policy, .deny_read, .limits and .network"},
+      {".{ .devices = .{} }", ".devices",
+       "unknown key '.devices' in chock.zon; the keys there are .policy, .deny_read, .limits and .network"},
+      {".{ 1 }", ".{", "expected a struct such as .{ .name = value }, found a tuple"},
+      {"\"chock\"", "\"", "expected a struct such as .{ .name = value }, found a string"},
+      {".{ .policy = .{ .rule = .{} } }", ".rule",
+       "unknown key '.rule' in .policy; the only key there is .rules"},
+      {".{ .policy = .allow }", ".allow",
+       "expected a struct such as .{ .name = value }, found an enum literal"},
+      {".{ .policy = .{ .rules = .{ .action = \"x\" } } }", ".{ .action",
+       "expected a tuple such as .{ a, b }, found a struct"},
+      {rules + "5 } } }", "5", "expected a struct such as .{ .name = value }, found an integer"},
+      {rules + ".{ .action = 5, .decision = .allow } } } }", "5", "expected a string, found an integer"},
+      {rules + ".{ .action = \"sandbox.jit\" } } } }", ".{ .action",
+       "a rule needs .decision, as in .{ .action = \"sandbox.jit\", .decision = .allow }"},
+      {rules + ".{ .decision = .deny } } } }", ".{ .decision",
+       "a rule needs .action, as in .{ .action = \"sandbox.jit\", .decision = .allow }"},
+      {rules + ".{ .action = \"sandbox.jit\", .decision = .allow, .why = \"node\" } } } }", ".why",
+       "unknown key '.why' in a rule; the keys there are .action and .decision"},
+      {rules + ".{ .action = \"sandbox.jit\", .decision = \"allow\" } } } }", "\"allow\"",
+       "expected an enum literal (.allow, .ask or .deny), found a string"},
+      {rules + ".{ .action = \"sandbox.jit\", .decision = .maybe } } } }", ".maybe",
+       "unknown decision '.maybe'; a decision is .allow, .ask or .deny"},
+      {rules + ".{ .action = \"*\", .decision = .deny } } } }", "\"*\"",
+       policy::validate_action("*").error().what},
+      {rules + ".{ .action = \"Net.x\", .decision = .deny } } } }", "\"Net",
+       policy::validate_action("Net.x").error().what},
+      {".{ .network = \"host\" }", "\"host\"",
+       "expected an enum literal (.none, .filtered or .host), found a string"},
+      {".{ .network = .wifi }", ".wifi", "unknown network '.wifi'; the network is .none, .filtered or .host"},
+      {".{ .limits = 5 }", "5", "expected a struct such as .{ .name = value }, found an integer"},
+      {".{ .limits = .{ .cpu = 1 } }", ".cpu",
+       "unknown key '.cpu' in .limits; the keys there are .processes and .memory"},
+  });
+}
+
+TEST(ConfigProject, LimitValues) {
+  expect_refusals({
+      {".{ .limits = .{ .memory = \"150%\" } }", "\"150%\"",
+       "\"150%\" is more than the whole machine; a share is 1% to 100%"},
+      {".{ .limits = .{ .processes = \"101%\" } }", "\"101%\"",
+       "\"101%\" is more than the whole machine; a share is 1% to 100%"},
+      {".{ .limits = .{ .memory = \"100000000000000000000%\" } }", "\"1",
+       "\"100000000000000000000%\" is more than the whole machine; a share is 1% to 100%"},
+      {".{ .limits = .{ .memory = \"0%\" } }", "\"0%\"",
+       "a share of 0% leaves nothing; a share is 1% to 100%"},
+      {".{ .limits = .{ .memory = \"50.5%\" } }", "\"50.5%\"",
+       "\"50.5%\" is not a share; memory takes a size such as \"4GiB\" or a whole percent such as \"50%\""},
+      {".{ .limits = .{ .memory = \"%\" } }", "\"%\"",
+       "\"%\" is not a share; memory takes a size such as \"4GiB\" or a whole percent such as \"50%\""},
+      {".{ .limits = .{ .processes = \"many\" } }", "\"many\"",
+       "\"many\" is not a share; processes takes a count such as 256 or a whole percent such as \"50%\""},
+      {".{ .limits = .{ .memory = \"4GB\" } }", "\"4GB\"",
+       "memory 4GB: say KiB, MiB, GiB or TiB (powers of 1024)"},
+      {".{ .limits = .{ .memory = \"512KiB\" } }", "\"512KiB\"",
+       "memory below 1MiB leaves a program no room to start"},
+      {".{ .limits = .{ .memory = \"4\\x1bGiB\" } }", "\"4",
+       "\"4\\x1bGiB\" is not a size; sizes look like \"4096\", \"512MiB\" or \"4GiB\""},
+      {".{ .limits = .{ .memory = 4096 } }", "4096",
+       "expected a string such as \"4GiB\" or \"50%\", found an integer"},
+      {".{ .limits = .{ .processes = 0 } }", "0", "processes must be at least 1: the program itself is one"},
+      {".{ .limits = .{ .processes = -4 } }", "-4",
+       "processes must be at least 1: the program itself is one"},
+      {".{ .limits = .{ .processes = 5000000 } }", "5000000",
+       "processes is at most 4194304, the kernel's own limit"},
+      {".{ .limits = .{ .processes = true } }", "true",
+       "expected an integer such as 256 or a share such as \"50%\", found a boolean"},
+  });
+}
+
+TEST(ConfigProject, DenyReadEntries) {
+  TempDir project;
+  ASSERT_FALSE(project.path().empty());
+  project.mkdir("build");
+  project.mkdir("keys");
+  ASSERT_EQ(::symlink("build", (project.path() + "/link").c_str()), 0);
+  auto list = [](const std::string& entries) { return ".{ .deny_read = .{ " + entries + " } }"; };
+  expect_refusals(
+      {
+          {list("\"/etc/passwd\""), "\"/etc",
+           "\"/etc/passwd\" is absolute; deny_read takes paths relative to the project"},
+          {list("\".env\", \"../x\""), "\"../x\"",
+           "\"../x\" has a '..' component; write the path without it"},
+          {list("\"./x\""), "\"./x\"", "\"./x\" has a '.' component; write the path without it"},
+          {list("\"a/./b\""), "\"a/./b\"", "\"a/./b\" has a '.' component; write the path without it"},
+          {list("\"a/..\""), "\"a/..\"", "\"a/..\" has a '..' component; write the path without it"},
+          {list("\"a//b\""), "\"a//b\"", "\"a//b\" has an empty component ('//')"},
+          {list("\"*.pem\""), "\"*.pem\"",
+           "\"*.pem\" is a glob; deny_read takes file paths, one entry a file"},
+          {list("\"key?\""), "\"key?\"", "\"key?\" is a glob; deny_read takes file paths, one entry a file"},
+          {list("\"a[1]\""), "\"a[1]\"", "\"a[1]\" is a glob; deny_read takes file paths, one entry a file"},
+          {list("\"keys/\""), "\"keys/\"", "\"keys/\" ends in '/'; deny_read takes files, not directories"},
+          {list("\"build\""), "\"build\"", "\"build\" is a directory in the project; deny_read takes files"},
+          {list("\"chock.zon\""), "\"chock.zon\"", "chock.zon itself cannot be denied: the sandbox reads it"},
+          {list("\"\""), "\"\"", "an empty deny_read entry"},
+          {list("\"a\\x00b\""), "\"a", "a deny_read entry holds a NUL byte"},
+          {list("\"" + std::string(4097, 'a') + "\""), "\"a", "a deny_read entry longer than 4096 bytes"},
+          {list("\"a\\x1b[2Jb\\n\""), "\"a\\x1b",
+           "\"a\\x1b[2Jb\\x0a\" is a glob; deny_read takes file paths, one entry a file"},
+          {list("5"), "5", "expected a string, found an integer"},
+          {".{ .deny_read = \".env\" }", "\".env\"", "expected a tuple such as .{ a, b }, found a string"},
+      },
+      project.path());
+  // lstat: a symbolic link to a directory is not itself a directory, and
+  // chock.zon below the root is a different file.
+  auto p =
+      parse_project(list("\"link\", \"keys/id_rsa\", \"sub/chock.zon\", \".env\""), kPath, project.path());
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_EQ(p->deny_read.size(), 4u);
+}
+
+TEST(ConfigProject, AtMost64DenyReadEntries) {
+  std::string entries;
+  for (int i = 0; i < 64; ++i) entries += "\"f" + std::to_string(i) + "\", ";
+  auto full = parse_project(".{ .deny_read = .{ " + entries + "} }", kPath, "/nonexistent-chock-dir");
+  ASSERT_TRUE(full) << full.error().message();
+  EXPECT_EQ(full->deny_read.size(), 64u);
+  const std::string text = ".{ .deny_read = .{ " + entries + "\"f64\" } }";
+  EXPECT_EQ(project_refusal(text), where(kPath, text, "\"f64\"") + ": error: more than 64 deny_read entries");
+}
+
+TEST(ConfigProject, SyntaxErrorsKeepTheirPosition) {
+  EXPECT_EQ(project_refusal(".{\n  .network = .none\n  .limits = .{},\n}"),
+            "/p/chock.zon:3:3: error: expected ',' or '}', found '.limits'");
+  EXPECT_EQ(project_refusal(".{ .network = .none, .network = .host }"),
+            "/p/chock.zon:1:22: error: duplicate field '.network' (first at 1:4)");
+}
+
+TEST(ConfigOperator, LimitsOnly) {
+  auto op = parse_operator(".{ .limits = .{ .memory = \"8GiB\", .processes = \"25%\" } }", "/h/config.zon");
+  ASSERT_TRUE(op) << op.error().message();
+  EXPECT_EQ(op->path, "/h/config.zon");
+  EXPECT_EQ(op->limits.memory->value, 8 * kGiB);
+  EXPECT_EQ(op->limits.processes->value, 25u);
+  EXPECT_EQ(op->limits.processes->origin, "/h/config.zon:1:48");
+  auto policy = parse_operator(".{ .policy = .{} }", "/h/config.zon");
+  ASSERT_FALSE(policy);
+  EXPECT_EQ(
+      policy.error().message(),
+      "/h/config.zon:1:4: error: unknown key '.policy' in the operator's config.zon; the only key there is "
+      ".limits");
+}
+
+TEST(ConfigBundle, PolicyLimitsAndDenyRead) {
+  auto b = parse_bundle(
+      ".{ .policy = .{ .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } },\n"
+      "   .limits = .{ .memory = \"4GiB\" }, .deny_read = .{ \".npmrc\" } }",
+      "/etc/chock/bundle.zon");
+  ASSERT_TRUE(b) << b.error().message();
+  ASSERT_EQ(b->rules.size(), 1u);
+  EXPECT_EQ(b->rules[0].decision, policy::Decision::deny);
+  EXPECT_EQ(b->rules[0].origin, "/etc/chock/bundle.zon:1:29");
+  EXPECT_EQ(b->limits.memory->value, 4 * kGiB);
+  EXPECT_EQ(b->deny_read, std::vector<std::string>{".npmrc"});
+  auto network = parse_bundle(".{ .network = .host }", "/b.zon");
+  ASSERT_FALSE(network);
+  EXPECT_EQ(
+      network.error().message(),
+      "/b.zon:1:4: error: unknown key '.network' in the organisation bundle; the keys there are .policy, "
+      ".limits and .deny_read");
+  auto bad_entry = parse_bundle(".{ .deny_read = .{ \"../x\" } }", "/b.zon");
+  ASSERT_FALSE(bad_entry);
+  EXPECT_EQ(bad_entry.error().message(),
+            "/b.zon:1:20: error: \"../x\" has a '..' component; write the path without it");
+}
+
+TEST(ConfigFiles, ProjectFile) {
+  TempDir project;
+  ASSERT_FALSE(project.path().empty());
+  auto none = read_project(project.path());
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_TRUE(none->path.empty());
+  EXPECT_TRUE(none->bytes.empty());
+
+  project.mkdir("build");
+  const std::string text = ".{\n    .deny_read = .{ \".env\" },\n    .network = .none,\n}\n";
+  const std::string path = project.write("chock.zon", text);
+  auto read = read_project(project.path());
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(read->path, path);
+  EXPECT_EQ(read->bytes, text);
+  EXPECT_EQ(read->deny_read, std::vector<std::string>{".env"});
+  EXPECT_EQ(read->network, Network::none);
+
+  project.write("chock.zon", ".{\n    .deny_read = .{ \".env\", \"build\" },\n}\n");
+  auto dir_entry = read_project(project.path());
+  ASSERT_FALSE(dir_entry);
+  EXPECT_EQ(dir_entry.error().message(),
+            path + ":2:29: error: \"build\" is a directory in the project; deny_read takes files");
+}
+
+TEST(ConfigFiles, AProjectFileOver64KiB) {
+  TempDir project;
+  ASSERT_FALSE(project.path().empty());
+  std::string text;
+  while (text.size() < 65 * 1024) text += "//" + std::string(97, 'x') + "\n";
+  const std::string path = project.write("chock.zon", text);
+  auto read = read_project(project.path());
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message(),
+            path + ":656:37: error: the file is longer than 65536 bytes (64 KiB), the most Chock reads");
+}
+
+TEST(ConfigFiles, NotARegularFile) {
+  TempDir project;
+  ASSERT_FALSE(project.path().empty());
+  project.mkdir("chock.zon");
+  auto dir = read_project(project.path());
+  ASSERT_FALSE(dir);
+  EXPECT_EQ(dir.error().message(), "read the project's chock.zon (not a regular file): " + project.path() +
+                                       "/chock.zon: EISDIR (Is a directory)");
+  TempDir other;
+  ASSERT_FALSE(other.path().empty());
+  // A FIFO is refused, and opening it does not wait for a writer.
+  ASSERT_EQ(::mkfifo((other.path() + "/chock.zon").c_str(), 0600), 0);
+  auto fifo = read_project(other.path());
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().message(),
+            "read the project's chock.zon (not a regular file): " + other.path() + "/chock.zon");
+}
+
+// Sets environment variables for one test and puts them back.
+class EnvGuard {
+ public:
+  explicit EnvGuard(std::vector<std::string> names) : names_(std::move(names)) {
+    for (const auto& n : names_) {
+      const char* v = std::getenv(n.c_str());
+      saved_.push_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
+    }
+  }
+  ~EnvGuard() {
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (saved_[i])
+        ::setenv(names_[i].c_str(), saved_[i]->c_str(), 1);
+      else
+        ::unsetenv(names_[i].c_str());
+    }
+  }
+  EnvGuard(const EnvGuard&) = delete;
+  EnvGuard& operator=(const EnvGuard&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::optional<std::string>> saved_;
+};
+
+TEST(ConfigFiles, OperatorFileFromXdgOrHome) {
+  EnvGuard env({"XDG_CONFIG_HOME", "HOME"});
+  TempDir xdg, home;
+  ASSERT_FALSE(xdg.path().empty());
+  ASSERT_FALSE(home.path().empty());
+  const std::string xdg_file = xdg.write("chock/config.zon", ".{ .limits = .{ .processes = 64 } }");
+  const std::string home_file =
+      home.write(".config/chock/config.zon", ".{ .limits = .{ .memory = \"2GiB\" } }");
+  ::setenv("XDG_CONFIG_HOME", xdg.path().c_str(), 1);
+  ::setenv("HOME", home.path().c_str(), 1);
+  auto from_xdg = read_operator();
+  ASSERT_TRUE(from_xdg) << from_xdg.error().message();
+  EXPECT_EQ(from_xdg->path, xdg_file);
+  EXPECT_EQ(from_xdg->limits.processes->value, 64u);
+
+  // A relative XDG_CONFIG_HOME is ignored, as the XDG specification says.
+  ::setenv("XDG_CONFIG_HOME", "relative/dir", 1);
+  auto from_home = read_operator();
+  ASSERT_TRUE(from_home) << from_home.error().message();
+  EXPECT_EQ(from_home->path, home_file);
+  EXPECT_EQ(from_home->limits.memory->value, 2 * kGiB);
+
+  ::unsetenv("XDG_CONFIG_HOME");
+  TempDir empty_home;
+  ::setenv("HOME", empty_home.path().c_str(), 1);
+  auto absent = read_operator();
+  ASSERT_TRUE(absent) << absent.error().message();
+  EXPECT_TRUE(absent->path.empty());
+  EXPECT_FALSE(absent->limits.memory);
+
+  home.write(".config/chock/config.zon", ".{ .limits = .{ .memory = \"2GiB\" }, .network = .host }");
+  ::setenv("HOME", home.path().c_str(), 1);
+  auto bad = read_operator();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(
+      bad.error().message(),
+      home_file +
+          ":1:37: error: unknown key '.network' in the operator's config.zon; the only key there is .limits");
+}
+
+TEST(ConfigFiles, BundleFile) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string missing = dir.path() + "/none.zon";
+  auto absent = read_bundle(missing);
+  ASSERT_FALSE(absent);
+  EXPECT_EQ(absent.error().path, missing);
+  EXPECT_EQ(absent.error().code, ENOENT);
+  const std::string path = dir.write("bundle.zon", ".{ .limits = .{ .processes = 100 } }");
+  auto read = read_bundle(path);
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(read->path, path);
+  EXPECT_EQ(read->limits.processes->value, 100u);
+  // No path: the machine's own bundle, when it has one.
+  auto machine = read_bundle("");
+  if (::access("/etc/chock/bundle.zon", F_OK) != 0) {
+    ASSERT_TRUE(machine) << machine.error().message();
+    EXPECT_TRUE(machine->path.empty());
+  } else if (machine) {
+    EXPECT_EQ(machine->path, "/etc/chock/bundle.zon");
+  }
+}
+
+LimitValue bytes(std::uint64_t n) {
+  return LimitValue{LimitValue::Kind::absolute, n, "test"};
+}
+LimitValue count(std::uint64_t n) {
+  return LimitValue{LimitValue::Kind::absolute, n, "test"};
+}
+LimitValue share(std::uint64_t percent) {
+  return LimitValue{LimitValue::Kind::percent, percent, "test"};
+}
+LimitsSpec memory(std::optional<LimitValue> v) {
+  return LimitsSpec{std::nullopt, std::move(v)};
+}
+LimitsSpec processes(std::optional<LimitValue> v) {
+  return LimitsSpec{std::move(v), std::nullopt};
+}
+
+const Machine kMachine{4, 16 * kGiB};
+
+TEST(Ratchet, ProjectAboveOperatorIsHeldWithANotice) {
+  auto e = ratchet(memory(bytes(8 * kGiB)), memory(bytes(4 * kGiB)), {}, kMachine);
+  EXPECT_EQ(e.memory_bytes, 4 * kGiB);
+  EXPECT_EQ(e.notices, std::vector<std::string>{
+                           "the project asks for memory 8 GiB; the operator's config.zon holds it to 4 GiB"});
+  EXPECT_FALSE(e.processes);
+}
+
+TEST(Ratchet, BundleCeilingHeldWithExactlyOneNotice) {
+  auto e = ratchet(memory(bytes(8 * kGiB)), {}, memory(bytes(4 * kGiB)), kMachine);
+  EXPECT_EQ(e.memory_bytes, 4 * kGiB);
+  EXPECT_EQ(e.notices, std::vector<std::string>{
+                           "the project asks for memory 8 GiB; the organisation bundle holds it to 4 GiB"});
+  // Above both: one notice, naming the layer whose value is used.
+  auto both = ratchet(memory(bytes(16 * kGiB)), memory(bytes(8 * kGiB)), memory(bytes(4 * kGiB)), kMachine);
+  EXPECT_EQ(both.memory_bytes, 4 * kGiB);
+  EXPECT_EQ(both.notices,
+            std::vector<std::string>{
+                "the project asks for memory 16 GiB; the organisation bundle holds it to 4 GiB"});
+  // The operator's own value, held by the bundle.
+  auto op = ratchet({}, processes(count(512)), processes(count(100)), kMachine);
+  EXPECT_EQ(op.processes, 100u);
+  EXPECT_EQ(op.notices,
+            std::vector<std::string>{
+                "the operator's config.zon asks for processes 512; the organisation bundle holds it to 100"});
+}
+
+TEST(Ratchet, ProjectLowerThanBothWins) {
+  LimitsSpec project{count(32), bytes(1 * kGiB)};
+  LimitsSpec op{count(256), bytes(4 * kGiB)};
+  LimitsSpec bundle{count(1024), bytes(8 * kGiB)};
+  auto e = ratchet(project, op, bundle, kMachine);
+  EXPECT_EQ(e.processes, 32u);
+  EXPECT_EQ(e.memory_bytes, 1 * kGiB);
+  EXPECT_TRUE(e.notices.empty());
+  // Equal to the ceiling is not held.
+  auto equal = ratchet(memory(bytes(4 * kGiB)), {}, memory(bytes(4 * kGiB)), kMachine);
+  EXPECT_EQ(equal.memory_bytes, 4 * kGiB);
+  EXPECT_TRUE(equal.notices.empty());
+}
+
+TEST(Ratchet, OperatorWhenTheProjectIsSilentAndNothingWhenNobodySpeaks) {
+  auto op = ratchet({}, memory(bytes(3 * kGiB)), {}, kMachine);
+  EXPECT_EQ(op.memory_bytes, 3 * kGiB);
+  EXPECT_TRUE(op.notices.empty());
+  auto nobody = ratchet({}, {}, {}, kMachine);
+  EXPECT_FALSE(nobody.processes);
+  EXPECT_FALSE(nobody.memory_bytes);
+  EXPECT_TRUE(nobody.notices.empty());
+}
+
+TEST(Ratchet, ABundleCeilingNeverRaisesADefault) {
+  // processes default 256: a ceiling above it changes nothing, one below it holds.
+  EXPECT_FALSE(ratchet({}, {}, processes(count(1024)), kMachine).processes);
+  EXPECT_EQ(ratchet({}, {}, processes(count(64)), kMachine).processes, 64u);
+  // memory defaults: memory.max 2 GiB, RLIMIT_DATA 16 GiB.
+  EXPECT_EQ(ratchet({}, {}, memory(bytes(1 * kGiB)), kMachine).memory_bytes, 1 * kGiB);
+  EXPECT_EQ(ratchet({}, {}, memory(bytes(8 * kGiB)), kMachine).memory_bytes, 2 * kGiB);
+  EXPECT_FALSE(ratchet({}, {}, memory(bytes(32 * kGiB)), kMachine).memory_bytes);
+  EXPECT_TRUE(ratchet({}, {}, memory(bytes(1 * kGiB)), kMachine).notices.empty());
+}
+
+TEST(Ratchet, SharesResolveAgainstTheMachine) {
+  // 4 CPUs: a budget of 1024 processes; 16 GiB of RAM.
+  auto e = ratchet(LimitsSpec{share(50), share(25)}, {}, {}, kMachine);
+  EXPECT_EQ(e.processes, 512u);
+  EXPECT_EQ(e.memory_bytes, 4 * kGiB);
+  EXPECT_TRUE(e.notices.empty());
+  // A share in the bundle or the operator's file resolves before comparing.
+  auto held = ratchet(memory(bytes(4 * kGiB)), {}, memory(share(10)), kMachine);
+  EXPECT_EQ(held.memory_bytes, 16 * kGiB / 10);
+  EXPECT_EQ(held.notices,
+            std::vector<std::string>{
+                "the project asks for memory 4 GiB; the organisation bundle holds it to 10% (1.6 GiB)"});
+  auto op = ratchet(processes(count(300)), processes(share(25)), {}, kMachine);
+  EXPECT_EQ(op.processes, 256u);
+  EXPECT_EQ(op.notices,
+            std::vector<std::string>{
+                "the project asks for processes 300; the operator's config.zon holds it to 25% (256)"});
+  auto project_share = ratchet(memory(share(75)), {}, memory(bytes(8 * kGiB)), kMachine);
+  EXPECT_EQ(project_share.memory_bytes, 8 * kGiB);
+  EXPECT_EQ(project_share.notices,
+            std::vector<std::string>{
+                "the project asks for memory 75% (12 GiB); the organisation bundle holds it to 8 GiB"});
+  // A share below the ceiling is not held, however it was written.
+  EXPECT_TRUE(ratchet(memory(share(10)), {}, memory(bytes(8 * kGiB)), kMachine).notices.empty());
+}
+
+TEST(Ratchet, ShareArithmetic) {
+  EXPECT_EQ(resolve_memory(share(33), Machine{1, 1000}), 330u);
+  EXPECT_EQ(resolve_memory(share(100), Machine{1, ~0ULL}), ~0ULL);
+  EXPECT_EQ(resolve_memory(share(50), Machine{1, ~0ULL}), ~0ULL / 2);
+  EXPECT_EQ(resolve_memory(share(1), Machine{1, 0}), 1u);  // never 0
+  EXPECT_EQ(resolve_memory(bytes(5 * kMiB), Machine{1, 0}), 5 * kMiB);
+  EXPECT_EQ(resolve_processes(share(100), Machine{8, 0}), 8 * kProcessesPerCpu);
+  EXPECT_EQ(resolve_processes(share(1), Machine{1, 0}), 2u);
+  EXPECT_EQ(resolve_processes(share(50), Machine{0, 0}), 128u);  // no CPU count: one
+}
+
+TEST(Ratchet, FromParsedFiles) {
+  auto project =
+      parse_project(".{ .limits = .{ .processes = \"100%\", .memory = \"8GiB\" } }", kPath, "/nonexistent");
+  auto op = parse_operator(".{ .limits = .{ .processes = 256 } }", "/h/config.zon");
+  auto bundle = parse_bundle(".{ .limits = .{ .memory = \"25%\" } }", "/etc/chock/bundle.zon");
+  ASSERT_TRUE(project && op && bundle);
+  auto e = ratchet(project->limits, op->limits, bundle->limits, Machine{2, 8 * kGiB});
+  EXPECT_EQ(e.processes, 256u);
+  EXPECT_EQ(e.memory_bytes, 2 * kGiB);
+  EXPECT_EQ(e.notices,
+            (std::vector<std::string>{
+                "the project asks for processes 100% (512); the operator's config.zon holds it to 256",
+                "the project asks for memory 8 GiB; the organisation bundle holds it to 25% (2 GiB)"}));
+}
+
+TEST(ConfigMachine, ThisMachine) {
+  const Machine m = this_machine();
+  EXPECT_EQ(m.cpus, static_cast<std::uint64_t>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  // /proc/meminfo says the same in KiB, rounded down.
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key) {
+    if (key == "MemTotal:") {
+      meminfo >> kib;
+      break;
+    }
+  }
+  ASSERT_GT(kib, 0u);
+  EXPECT_EQ(m.ram_bytes / 1024, kib);
+}
+
+}  // namespace
