@@ -1,0 +1,437 @@
+#include "log/session_log.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <optional>
+#include <vector>
+
+#include "chock/workspace.hpp"
+#include "util/sha256.hpp"
+
+namespace chock::log {
+
+namespace {
+
+const std::string kNoPrevious(kSha256HexLength, '0');  // the prev of line 1
+constexpr std::size_t kMaxHeadBytes = 4096;
+
+// Holds an flock for the scope; the descriptor stays open.
+class FileLock {
+ public:
+  FileLock(int fd, int operation) : fd_(fd) {
+    int rc = 0;
+    do {
+      rc = ::flock(fd, operation);
+    } while (rc != 0 && errno == EINTR);
+    locked_ = rc == 0;
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock() {
+    if (locked_) ::flock(fd_, LOCK_UN);
+  }
+  [[nodiscard]] bool locked() const { return locked_; }
+
+ private:
+  int fd_;
+  bool locked_ = false;
+};
+
+std::string now_rfc3339() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  tm utc{};
+  ::gmtime_r(&now.tv_sec, &utc);
+  std::array<char, 32> seconds{};
+  std::strftime(seconds.data(), seconds.size(), "%Y-%m-%dT%H:%M:%S", &utc);
+  std::array<char, 48> out{};
+  std::snprintf(out.data(), out.size(), "%s.%03ldZ", seconds.data(), now.tv_nsec / 1000000);
+  return out.data();
+}
+
+Expected<void> write_all(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("write", path);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+Expected<std::string> read_all(int fd, const std::string& path) {
+  std::string out;
+  std::array<char, 65536> buf{};
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("read", path);
+    if (n == 0) return out;
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+}
+
+// Opens `path` as a directory, creating each missing component with 0700.
+Expected<UniqueFd> open_or_make_dirs(const std::string& path) {
+  UniqueFd dir(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return sys_error("open directory", "/");
+  std::string so_far;
+  std::size_t start = 0;
+  while (start < path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string name = path.substr(start, end - start);
+    start = end + 1;
+    if (name.empty()) continue;
+    so_far += "/" + name;
+    if (::mkdirat(dir.get(), name.c_str(), 0700) != 0 && errno != EEXIST)
+      return sys_error("create directory", so_far);
+    UniqueFd next(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!next) return sys_error("open directory", so_far);
+    dir = std::move(next);
+  }
+  return dir;
+}
+
+// What the head file says: how many lines, and the SHA-256 of the last.
+struct Head {
+  std::size_t lines = 0;
+  std::string last = kNoPrevious;
+};
+
+std::string head_text(const Head& head) {
+  return nlohmann::json{{"lines", head.lines}, {"last", head.last}}.dump() + "\n";
+}
+
+bool is_sha256_hex(const std::string& text) {
+  return text.size() == kSha256HexLength && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::optional<Head> parse_head(const std::string& text) {
+  if (text.size() > kMaxHeadBytes) return std::nullopt;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto lines = j.find("lines");
+  auto last = j.find("last");
+  if (lines == j.end() || !lines->is_number_unsigned() || last == j.end() || !last->is_string())
+    return std::nullopt;
+  Head head{lines->get<std::size_t>(), last->get<std::string>()};
+  if (!is_sha256_hex(head.last)) return std::nullopt;
+  return head;
+}
+
+// The head file's bytes, nullopt when there is none.
+Expected<std::optional<std::string>> read_head(int dir_fd, const std::string& name, const std::string& path) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd && errno == ENOENT) return std::optional<std::string>();
+  if (!fd) return sys_error("open session log head", path);
+  auto text = read_all(fd.get(), path);
+  if (!text) return std::move(text).error();
+  return std::optional<std::string>(std::move(*text));
+}
+
+// The log's last line without its newline; nullopt when the log is empty.
+// An Error when the log does not end in a newline: a cut write.
+Expected<std::optional<std::string>> read_last_line(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return sys_error("stat", path);
+  std::size_t offset = static_cast<std::size_t>(st.st_size);
+  if (offset == 0) return std::optional<std::string>();
+  std::string tail;  // grows backwards from the end of the file
+  std::array<char, 4096> buf{};
+  while (offset > 0) {
+    std::size_t chunk = std::min(buf.size(), offset);
+    ssize_t n = ::pread(fd, buf.data(), chunk, static_cast<off_t>(offset - chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("read", path);
+    if (static_cast<std::size_t>(n) != chunk) return Error{"read: the log shrank while it was read", path, 0};
+    offset -= chunk;
+    bool first_chunk = tail.empty();
+    tail.insert(0, buf.data(), chunk);
+    if (first_chunk && tail.back() != '\n')
+      return Error{"session log ends in a line with no newline (a cut write); chock will not append after it",
+                   path, 0};
+    std::size_t newline = tail.size() >= 2 ? tail.rfind('\n', tail.size() - 2) : std::string::npos;
+    if (newline != std::string::npos)
+      return std::optional<std::string>(tail.substr(newline + 1, tail.size() - 2 - newline));
+  }
+  return std::optional<std::string>(tail.substr(0, tail.size() - 1));
+}
+
+bool is_event_name(std::string_view event) {
+  if (event.empty()) return false;
+  for (char c : event) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string head_path_for(const std::string& log_path) {
+  std::string stem = log_path;
+  if (stem.ends_with(".jsonl")) stem.resize(stem.size() - 6);
+  return stem + ".head";
+}
+
+std::string line_problem(std::size_t line, const std::string& what) {
+  return "line " + std::to_string(line) + ": " + what;
+}
+
+// What is wrong with line `number` of a log, or nullopt when it continues
+// the chain. `session` is line 1's, and is set by line 1.
+std::optional<std::string> line_fault(std::string_view line, std::size_t number,
+                                      const std::string& expected_prev, std::string& session) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded()) return line_problem(number, "not JSON");
+  if (!j.is_object()) return line_problem(number, "not a JSON object");
+  for (const char* field : {"ts", "event", "session", "prev"}) {
+    if (!j.contains(field) || !j[field].is_string())
+      return line_problem(number, std::string("has no \"") + field + "\" text field");
+  }
+  if (j["prev"] != expected_prev) {
+    if (number == 1) return line_problem(1, "prev is not 64 zeros (lines before it were removed)");
+    std::string before = std::to_string(number - 1);
+    return line_problem(number, "prev does not match the SHA-256 of line " + before + " (line " + before +
+                                    " was edited, or a line after it was removed)");
+  }
+  const auto& line_session = j["session"].get_ref<const std::string&>();
+  if (number == 1) session = line_session;
+  if (line_session != session)
+    return line_problem(number, "session \"" + line_session + "\" is not line 1's \"" + session +
+                                    "\" (a line of another log was put in)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+Expected<std::string> state_dir() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
+  const char* home = std::getenv("HOME");
+  std::string h = home != nullptr && home[0] == '/' ? home : "";
+  if (h.empty()) {
+    if (passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) h = pw->pw_dir;
+  }
+  if (h.empty())
+    return Error{"find the state directory: neither XDG_STATE_HOME nor HOME is an absolute path", "", 0};
+  return h + "/.local/state/chock";
+}
+
+std::string project_key(std::string_view absolute_project_dir) {
+  std::string_view trimmed = absolute_project_dir;
+  while (trimmed.size() > 1 && trimmed.ends_with('/')) trimmed.remove_suffix(1);
+  std::size_t slash = trimmed.rfind('/');
+  std::string name(slash == std::string_view::npos ? trimmed : trimmed.substr(slash + 1));
+  for (char& c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (name.empty() || name == "." || name == "..") name = "root";  // "/" has no basename
+  return name + "-" + sha256_hex(trimmed).substr(0, 12);
+}
+
+Expected<SessionLog> SessionLog::open(const std::string& project, const std::string& session) {
+  if (auto valid = workspace::validate_session_id(session); !valid) return std::move(valid).error();
+  std::array<char, PATH_MAX> resolved{};
+  if (::realpath(project.c_str(), resolved.data()) == nullptr)
+    return sys_error("resolve the project directory", project);
+  auto state = state_dir();
+  if (!state) return std::move(state).error();
+  std::string dir_path = *state + "/sessions/" + project_key(resolved.data());
+  auto dir = open_or_make_dirs(dir_path);
+  if (!dir) return std::move(dir).error();
+  std::string name = session + ".jsonl";
+  std::string path = dir_path + "/" + name;
+  UniqueFd file(
+      ::openat(dir->get(), name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!file) return sys_error("open session log", path);
+  return SessionLog(std::move(*dir), std::move(file), std::move(path), session);
+}
+
+Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& fields) {
+  if (!is_event_name(event))
+    return Error{"session log event \"" + std::string(event) + "\": use [a-z0-9._-]", path_, 0};
+  if (!fields.is_object() && !fields.is_null())
+    return Error{"session log event " + std::string(event) + ": fields must be a JSON object, not " +
+                     fields.type_name(),
+                 path_, 0};
+  for (const char* reserved : {"ts", "event", "session", "prev"}) {
+    if (fields.contains(reserved))
+      return Error{
+          "session log event " + std::string(event) + ": the field \"" + reserved + "\" is the log's own",
+          path_, 0};
+  }
+
+  FileLock lock(file_.get(), LOCK_EX);
+  if (!lock.locked()) return sys_error("lock session log", path_);
+  // Read the end of the file, not a remembered hash: other chock processes
+  // may have appended to this session since this object last did.
+  auto last_line = read_last_line(file_.get(), path_);
+  if (!last_line) return std::move(last_line).error();
+  std::string head_name = session_ + ".head";
+  std::string head_path = head_path_for(path_);
+  auto head_bytes = read_head(dir_.get(), head_name, head_path);
+  if (!head_bytes) return std::move(head_bytes).error();
+  Head head;  // no head file: nothing was appended yet
+  if (head_bytes->has_value()) {
+    auto parsed = parse_head(**head_bytes);
+    if (!parsed) return Error{"session log head is not in the form chock writes", head_path, 0};
+    head = std::move(*parsed);
+  }
+
+  std::string prev = last_line->has_value() ? sha256_hex(**last_line) : kNoPrevious;
+  std::size_t lines = 0;
+  if (prev == head.last && last_line->has_value() == (head.lines > 0)) {
+    lines = head.lines;
+  } else {
+    // One line past the head: a writer stopped between its line and its head
+    // file. Anything else means lines were removed or edited.
+    auto last = nlohmann::json::parse(last_line->value_or(""), nullptr, false);
+    bool follows_head =
+        !last.is_discarded() && last.is_object() && last.contains("prev") && last["prev"] == head.last;
+    if (!follows_head)
+      return Error{
+          "session log does not agree with its head file (lines were removed or edited); "
+          "chock will not extend it",
+          path_, 0};
+    lines = head.lines + 1;
+  }
+
+  nlohmann::ordered_json line{{"ts", now_rfc3339()}, {"event", event}, {"session", session_}, {"prev", prev}};
+  if (fields.is_object()) {
+    for (const auto& [key, value] : fields.items()) line[key] = value;
+  }
+  // Replace rather than throw on bytes that are not UTF-8 (a program's output).
+  std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  if (auto w = write_all(file_.get(), text + "\n", path_); !w) return w;
+
+  std::string tmp_name = head_name + ".tmp";
+  UniqueFd tmp(
+      ::openat(dir_.get(), tmp_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!tmp) return sys_error("create session log head", head_path + ".tmp");
+  if (auto w = write_all(tmp.get(), head_text(Head{lines + 1, sha256_hex(text)}), head_path + ".tmp"); !w)
+    return w;
+  tmp.reset();
+  if (::renameat(dir_.get(), tmp_name.c_str(), dir_.get(), head_name.c_str()) != 0)
+    return sys_error("replace session log head", head_path);
+  return {};
+}
+
+Expected<Verification> verify(const std::string& log_path) {
+  UniqueFd fd(::open(log_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return sys_error("open session log", log_path);
+  // Shared: an append in progress finishes first, so its line and its head agree.
+  FileLock lock(fd.get(), LOCK_SH);
+  if (!lock.locked()) return sys_error("lock session log", log_path);
+  auto content = read_all(fd.get(), log_path);
+  if (!content) return std::move(content).error();
+  std::string head_path = head_path_for(log_path);
+  auto head_bytes = read_head(AT_FDCWD, head_path, head_path);
+  if (!head_bytes) return std::move(head_bytes).error();
+
+  Verification v;
+  auto fail = [&](std::size_t bad_line, std::string problem) {
+    v.ok = false;
+    v.bad_line = bad_line;
+    v.problem = std::move(problem);
+    return v;
+  };
+  std::string_view rest = *content;
+  v.lines = static_cast<std::size_t>(std::count(rest.begin(), rest.end(), '\n'));
+  if (!rest.empty() && rest.back() != '\n') ++v.lines;  // a cut last line still counts
+  std::string expected_prev = kNoPrevious;
+  std::string session;
+  std::size_t number = 0;
+  while (!rest.empty()) {
+    ++number;
+    std::size_t newline = rest.find('\n');
+    if (newline == std::string_view::npos)
+      return fail(number,
+                  line_problem(number, "has no newline at its end (a cut write, or the log was cut)"));
+    std::string_view line = rest.substr(0, newline);
+    rest.remove_prefix(newline + 1);
+    if (auto fault = line_fault(line, number, expected_prev, session)) return fail(number, *fault);
+    expected_prev = sha256_hex(line);
+  }
+
+  std::string count = std::to_string(v.lines);
+  if (!head_bytes->has_value()) {
+    if (v.lines == 0) {
+      v.ok = true;
+      return v;
+    }
+    return fail(0, "the head file " + head_path + " is missing (so a removed last line would not show)");
+  }
+  auto parsed = parse_head(**head_bytes);
+  if (!parsed) return fail(0, "the head file " + head_path + " is not in the form chock writes");
+  const Head& head = *parsed;
+  std::string said = std::to_string(head.lines);
+  if (head.lines > v.lines) {
+    std::size_t removed = head.lines - v.lines;
+    return fail(v.lines + 1,
+                "the log ends at line " + count + " but its head file says " + said + " lines (" +
+                    (removed == 1 ? std::string("the last line was removed")
+                                  : "the last " + std::to_string(removed) + " lines were removed") +
+                    ")");
+  }
+  if (head.lines < v.lines)
+    return fail(head.lines + 1,
+                "the log has " + count + " lines but its head file says " + said + " (from line " +
+                    std::to_string(head.lines + 1) +
+                    " on, added by something other than chock, or by a chock that stopped mid-append)");
+  if (head.last != expected_prev)
+    return fail(v.lines, line_problem(v.lines,
+                                      "its SHA-256 is not the one the head file holds (the last line "
+                                      "was edited or replaced)"));
+  v.ok = true;
+  return v;
+}
+
+Expected<std::string> find_log(const std::string& session) {
+  if (auto valid = workspace::validate_session_id(session); !valid) return std::move(valid).error();
+  auto state = state_dir();
+  if (!state) return std::move(state).error();
+  std::string sessions = *state + "/sessions";
+  std::string file = session + ".jsonl";
+  std::vector<std::string> found;
+  if (DIR* dir = ::opendir(sessions.c_str()); dir != nullptr) {
+    while (dirent* entry = ::readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st {};
+      std::string candidate = name;
+      candidate += '/';
+      candidate += file;
+      if (::fstatat(::dirfd(dir), candidate.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+        continue;
+      std::string path = sessions;
+      path += '/';
+      path += candidate;
+      found.push_back(std::move(path));
+    }
+    ::closedir(dir);
+  } else if (errno != ENOENT) {
+    return sys_error("list session logs", sessions);
+  }
+  if (found.empty()) return Error{"no log of session '" + session + "' under " + sessions, "", 0};
+  if (found.size() > 1)
+    return Error{
+        "session '" + session + "' has a log in more than one project folder: " + found[0] + ", " + found[1],
+        "", 0};
+  return found.front();
+}
+
+}  // namespace chock::log

@@ -1,0 +1,94 @@
+// The session log: one JSON object a line, one file a session, chained by
+// SHA-256 so that an edited, inserted or removed line shows.
+//
+//   $XDG_STATE_HOME/chock/sessions/<project key>/<session>.jsonl
+//   {"ts":"2025-03-01T09:14:07.215Z","event":"tool.call","session":"k3f9x2ab",
+//    "prev":"<SHA-256 hex of the previous line's bytes>", ...fields}
+//
+// The first line's prev is 64 zeros. Beside the log, <session>.head holds
+// the line count and the SHA-256 of the last line, so that removing the last
+// line (which no later line's prev would betray) shows too.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "chock/error.hpp"
+#include "util/fd.hpp"
+
+namespace chock::log {
+
+// The events the sandbox writes, so callers do not spell them twice.
+namespace event {
+inline constexpr std::string_view kSessionStart = "session.start";
+inline constexpr std::string_view kSessionConfig = "session.config";
+inline constexpr std::string_view kWorkspaceOpen = "workspace.open";
+inline constexpr std::string_view kSandboxOpen = "sandbox.open";
+inline constexpr std::string_view kToolCall = "tool.call";
+inline constexpr std::string_view kToolResult = "tool.result";
+inline constexpr std::string_view kNetworkSummary = "network.summary";
+inline constexpr std::string_view kDeviceExposed = "device.exposed";
+inline constexpr std::string_view kWorkspaceIntegrate = "workspace.integrate";
+inline constexpr std::string_view kSessionEnd = "session.end";
+}  // namespace event
+
+// $XDG_STATE_HOME/chock when XDG_STATE_HOME is an absolute path, else
+// $HOME/.local/state/chock (HOME, else the password database's home).
+[[nodiscard]] Expected<std::string> state_dir();
+
+// The folder name of a project: the basename of `absolute_project_dir`
+// (characters outside [A-Za-z0-9._-] made '_'), '-', and the first 12 hex
+// digits of the SHA-256 of the whole path, so that two projects of the same
+// name do not share a folder.
+[[nodiscard]] std::string project_key(std::string_view absolute_project_dir);
+
+class SessionLog {
+ public:
+  // Opens (creating, with directories 0700 and the file 0600) the log of
+  // `session` of the project at `project` (made absolute and resolved, so
+  // one project has one folder whichever path names it).
+  [[nodiscard]] static Expected<SessionLog> open(const std::string& project, const std::string& session);
+
+  // Appends one line: ts, event, session, prev, then `fields` (an object or
+  // null; a field may not reuse those four names). Holds an flock on the log
+  // while it reads the last line, writes, and rewrites the head file, so
+  // several chock processes can append to one session. Refuses, writing
+  // nothing, when the log does not agree with its head file: continuing the
+  // chain would hide the removal of a last line.
+  [[nodiscard]] Expected<void> append(std::string_view event, const nlohmann::json& fields);
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const std::string& session() const { return session_; }
+
+ private:
+  SessionLog(UniqueFd dir, UniqueFd file, std::string path, std::string session)
+      : dir_(std::move(dir)), file_(std::move(file)), path_(std::move(path)), session_(std::move(session)) {}
+
+  UniqueFd dir_;   // the project folder: the head file is replaced relative to it
+  UniqueFd file_;  // <session>.jsonl, O_RDWR | O_APPEND
+  std::string path_;
+  std::string session_;
+};
+
+struct Verification {
+  bool ok = false;
+  std::size_t lines = 0;  // lines in the log
+  // 1-based: the first line that is wrong, or missing (a removed last line
+  // is lines + 1); 0 when ok, or when the head file is missing or garbled.
+  std::size_t bad_line = 0;
+  std::string problem;  // in words, e.g. "line 4: prev does not match the SHA-256 of line 3 (...)"
+};
+
+// Walks the chain of the log at `log_path` and compares its end with the
+// head file beside it. An Error only when the log cannot be read; a broken
+// chain is a Verification with ok false.
+[[nodiscard]] Expected<Verification> verify(const std::string& log_path);
+
+// The path of `session`'s log, whichever project folder it is in; an Error
+// naming the session when there is none (or two).
+[[nodiscard]] Expected<std::string> find_log(const std::string& session);
+
+}  // namespace chock::log

@@ -1,0 +1,115 @@
+// The action names the sandbox asks the policy table about, built from the
+// values they are about (a host, a device, a server) without letting any of
+// those values add a label or a pattern of its own.
+#include <array>
+#include <cstdio>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace chock::policy {
+
+namespace {
+
+// The bytes a label keeps as they are; '_' is not one of them, it starts an escape.
+bool kept_as_is(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper-case hex is not what escape_label writes
+}
+
+char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// "github.com" -> "com.github": labels reversed, lowercased, each escaped.
+std::string reversed_host(std::string_view host) {
+  if (host.ends_with('.')) host.remove_suffix(1);  // the root of a fully qualified name
+  std::vector<std::string> labels;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t end = host.find('.', start);
+    std::string label(
+        host.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    for (char& c : label) c = ascii_lower(c);
+    labels.push_back(escape_label(label));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  std::string out;
+  for (auto it = labels.rbegin(); it != labels.rend(); ++it) {
+    if (!out.empty()) out += '.';
+    out += *it;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string escape_label(std::string_view value) {
+  if (value.empty()) return "_";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (kept_as_is(c)) {
+      out += c;
+      continue;
+    }
+    auto byte = static_cast<unsigned char>(c);
+    out += '_';
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xf];
+  }
+  return out;
+}
+
+std::optional<std::string> unescape_label(std::string_view label) {
+  if (label == "_") return std::string();
+  if (label.empty()) return std::nullopt;
+  std::string out;
+  for (std::size_t i = 0; i < label.size(); ++i) {
+    char c = label[i];
+    if (kept_as_is(c)) {
+      out += c;
+      continue;
+    }
+    if (c != '_' || label.size() - i < 3) return std::nullopt;  // '_' and two hex digits
+    int high = hex_value(label[i + 1]);
+    int low = hex_value(label[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    char decoded = static_cast<char>(high * 16 + low);
+    if (kept_as_is(decoded)) return std::nullopt;  // escape_label would have left it as it is
+    out += decoded;
+    i += 2;
+  }
+  return out;
+}
+
+std::string net_connect(std::string_view host, unsigned port) {
+  return "net.connect." + reversed_host(host) + "." + std::to_string(port);
+}
+
+std::string net_fetch(std::string_view host) {
+  return "net.fetch." + reversed_host(host);
+}
+
+std::string device_usb(unsigned vendor, unsigned product) {
+  std::array<char, 48> buf{};
+  std::snprintf(buf.data(), buf.size(), "device.usb.%04x.%04x", vendor, product);
+  return buf.data();
+}
+
+std::string device_path(std::string_view path) {
+  return "device.path." + escape_label(path);
+}
+
+std::string mcp_network(std::string_view server) {
+  return "mcp." + escape_label(server) + ".network";
+}
+
+}  // namespace chock::policy

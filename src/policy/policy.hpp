@@ -1,0 +1,101 @@
+// The policy table: rules that answer an action name with deny, ask or allow,
+// folded over three layers (the organisation bundle, the project, the
+// command line) so that the answer is the minimum of what each layer allows.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chock/error.hpp"
+
+namespace chock::policy {
+
+// From narrow to wide; the numeric order is the order of the ratchet.
+enum class Decision { deny = 0, ask = 1, allow = 2 };
+[[nodiscard]] const char* decision_name(Decision decision);  // "deny", "ask", "allow"
+// "deny", "ask" or "allow"; anything else is an Error (Errc::bad_config) naming the text.
+[[nodiscard]] Expected<Decision> parse_decision(std::string_view text);
+
+struct Rule {
+  std::string action;  // "net.connect.com.github.443", or a pattern "net.connect.com.github.*"
+  Decision decision = Decision::ask;
+  std::string origin;  // where it was written: "/p/chock.zon:4:9", "--policy-rule", ...
+};
+
+// Checks an action or a pattern: dot-separated, non-empty labels of
+// [a-z0-9_-], `*` only as the whole last label after at least one other
+// label; a bare `*` is an error. The Error (Errc::bad_config) names the
+// action and what is wrong with it. Every name the builders below make
+// passes (device paths are escaped into the same alphabet).
+[[nodiscard]] Expected<void> validate_action(std::string_view action);
+
+enum class Layer { bundle, project, command_line };
+[[nodiscard]] const char* layer_name(Layer layer);  // "bundle", "project", "command line"
+
+// The answer for one action, and why.
+struct Answer {
+  Decision decision = Decision::ask;
+  // Each layer's own answer and the rule that gave it (nullopt: no rule of
+  // that layer names the action, so it answers its default: bundle allow,
+  // project ask, command line allow).
+  struct LayerAnswer {
+    Layer layer;
+    Decision decision;
+    std::optional<Rule> rule;
+  };
+  std::vector<LayerAnswer> layers;  // always three, in Layer order
+  // The layer whose answer is the minimum; on equal answers the one that
+  // has a rule, then bundle before project before command line.
+  Layer deciding_layer = Layer::project;
+  std::optional<Rule> deciding_rule;  // its rule; nullopt when it was a default
+};
+
+class Table {
+ public:
+  // Rules are expected to have passed validate_action. One that has not is
+  // still harmless: only a well-formed `x.*` is read as a pattern, anything
+  // else matches nothing but the identical action name.
+  void add(Layer layer, Rule rule);
+  // Most specific rule per layer (exact beats a pattern, a longer prefix beats
+  // a shorter one, a tie goes to the narrower decision); then the minimum.
+  [[nodiscard]] Answer decide(std::string_view action) const;
+  struct Entry {
+    Layer layer;
+    Rule rule;
+  };
+  [[nodiscard]] const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// Action names.
+//
+// A value that becomes one label (a host label, a device path, an MCP server
+// name) is escaped into [a-z0-9_-] so that every name passes validate_action
+// and no value can add labels or a `*`: the bytes a-z, 0-9 and '-' stay as
+// they are, every other byte (upper case, '/', '.', '_' itself, ...) becomes
+// '_' and two lower-case hex digits. The escape is reversible and keeps case
+// apart ('A' is "_41"): device_path("/dev/ttyACM0") is
+// "device.path._2fdev_2ftty_41_43_4d0". An empty value is the label "_",
+// which no escaped non-empty value can be.
+//
+// Hosts are written with their labels reversed and lowercased (DNS names are
+// case-insensitive), one trailing dot dropped, then each label escaped:
+// net_connect("github.com", 443) is "net.connect.com.github.443".
+[[nodiscard]] std::string net_connect(std::string_view host, unsigned port);
+[[nodiscard]] std::string net_fetch(std::string_view host);               // net.fetch.com.github
+[[nodiscard]] std::string device_usb(unsigned vendor, unsigned product);  // device.usb.1d50.6018
+[[nodiscard]] std::string device_path(std::string_view path);             // device.path.<escaped path>
+[[nodiscard]] std::string mcp_network(std::string_view server);           // mcp.<escaped server>.network
+// The label escape itself, and its inverse (nullopt when `label` is not an
+// escape's output), e.g. to show the path a device.path rule names.
+[[nodiscard]] std::string escape_label(std::string_view value);
+[[nodiscard]] std::optional<std::string> unescape_label(std::string_view label);
+inline constexpr const char* kSandboxJit = "sandbox.jit";
+inline constexpr const char* kWorkspaceApply = "workspace.apply";
+inline constexpr const char* kMemoryWrite = "memory.write";
+
+}  // namespace chock::policy
