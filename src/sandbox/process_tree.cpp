@@ -211,6 +211,11 @@ void middle_main(Launch& l) noexcept {
   if (!close_all_but(l.keep_fds)) fail_step(channel, {Step::close_fds, errno, -1});
   StepFailure f;
   if (!drop_to_identity(l.identity, &f)) fail_step(channel, f);
+  // A change of uid clears the death signal (commit_creds): set it again, and
+  // check that chock did not die in between, or a root caller's call would
+  // outlive a SIGKILL to chock.
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != l.caller_pid) _exit(125);
   if (!enter_namespaces(l.identity, &f)) fail_step(channel, f);
 
   int self = sys::pidfd_open(getpid(), 0);

@@ -75,6 +75,25 @@ std::string unique_sleep_seconds() {
   return std::to_string(1000 + (getpid() % 1000)) + "." + std::to_string(std::rand() % 100000 + 1);
 }
 
+// `chock sandbox -- sh -c 'setsid sleep M & sleep M'` in the background;
+// returns once both sleeps run (or after 5 s), with chock's pid.
+pid_t start_daemon_and_sleep(const std::string& marker) {
+  std::string chock = test::chock_binary();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(chock.c_str(), chock.c_str(), "sandbox", "--", "sh", "-c",
+          ("setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & sleep " + marker).c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 100 && count_host_processes("sleep " + marker) < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return pid;
+}
+
 TEST(Identity, NoUidZeroAndNoCapability) {
   Output o = probe({}, {"identity"});
   ASSERT_EQ(o.status, 0) << o.err;
@@ -239,26 +258,40 @@ TEST(ProcessTree, TimeoutEndsTheWholeTree) {
 
 TEST(ProcessTree, CancelBySigtermEndsTheWholeTree) {
   std::string marker = unique_sleep_seconds();
-  std::string chock = test::chock_binary();
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDWR);
-    dup2(null, 0);
-    dup2(null, 1);
-    dup2(null, 2);
-    execl(chock.c_str(), chock.c_str(), "sandbox", "--", "sh", "-c",
-          ("setsid sleep " + marker + " > /dev/null 2>&1 < /dev/null & sleep " + marker).c_str(), nullptr);
-    _exit(127);
-  }
-  // Wait until both sleeps run, then cancel.
-  for (int i = 0; i < 100 && count_host_processes("sleep " + marker) < 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  pid_t pid = start_daemon_and_sleep(marker);
   ASSERT_EQ(count_host_processes("sleep " + marker), 2);
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL);
+  EXPECT_EQ(count_host_processes("sleep " + marker), 0);
+}
+
+// The caller dies without a word (SIGKILL): no cancel runs, so only the
+// death signals down the chain can end the call. For a root caller the
+// middle changes uid, which clears its death signal unless it is set again.
+TEST(ProcessTree, ChockKilledOutrightTakesTheWholeTreeWithIt) {
+  std::string marker = unique_sleep_seconds();
+  pid_t pid = start_daemon_and_sleep(marker);
+  ASSERT_EQ(count_host_processes("sleep " + marker), 2);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  // The kernel delivers the death signals as chock exits; give the tree a moment to go.
+  for (int i = 0; i < 100 && count_host_processes("sleep " + marker) > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(count_host_processes("sleep " + marker), 0);
+}
+
+TEST(ProcessTree, CtrlCEndsTheWholeTree) {
+  std::string marker = unique_sleep_seconds();
+  pid_t pid = start_daemon_and_sleep(marker);
+  ASSERT_EQ(count_host_processes("sleep " + marker), 2);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(count_host_processes("sleep " + marker), 0);
 }
 
