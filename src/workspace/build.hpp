@@ -34,8 +34,10 @@ Expected<void> import_dirty(const Session& session, const Project& project, Note
 // Replaces each denied file of the workspace by the notice. `tracked` is
 // the subset git tracks (warned about: its bytes are in the objects).
 Expected<void> cover_denied(const Session& session, const std::vector<std::string>& paths, Notes& notes);
-// The deny paths that exist in the project as directories are refused.
-Expected<void> check_deny_targets(const std::string& project, const std::vector<std::string>& paths);
+// The deny paths that exist in the project as directories are refused; in a
+// git project, so are paths git has in any commit a ref reaches: the sandbox
+// reads the repository's objects, so their bytes would be in it.
+Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths);
 
 // gid to give the run uid's files: its primary group, else the same number.
 gid_t group_of(uid_t uid);

@@ -10,6 +10,7 @@
 #include "util/fd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
+#include "workspace/git.hpp"
 
 namespace chock::workspace::build {
 
@@ -40,13 +41,27 @@ Expected<void> write_notice(int root_fd, const std::string& rel, uid_t owner) {
 
 }  // namespace
 
-Expected<void> check_deny_targets(const std::string& project, const std::vector<std::string>& paths) {
+Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     struct stat st {};
-    if (::lstat(fs::join(project, p).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    if (::lstat(fs::join(project.root, p).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       return Error{"--deny " + p + ": is a directory in the project; name files", "", 0, Errc::bad_config};
   }
-  return {};
+  if (!project.git || project.head.empty() || paths.empty()) return {};
+  // One walk for every path: the newest commit that has any of them.
+  std::vector<std::string> args{"--literal-pathspecs", "log",         "--all", "-1",
+                                "--format=%h",         "--name-only", "--"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  auto found = git::capture(args, git::repo_env(project.common_dir), "look for denied files in the history");
+  if (!found) return std::move(found).error();
+  // "<commit>", "", then the denied paths that commit has.
+  auto lines = git::split(*found, '\n');
+  if (lines.empty()) return {};
+  const std::string& named = lines.size() > 2 ? lines[2] : paths.front();
+  return Error{"--deny " + named + ": git has this file in commit " + lines.front() +
+                   ", and the sandbox reads the repository's objects, so its bytes would be in it; deny only "
+                   "files git has never tracked (keep it out of git, e.g. in .gitignore)",
+               "", 0, Errc::bad_config};
 }
 
 Expected<void> cover_denied(const Session& s, const std::vector<std::string>& paths, Notes& notes) {

@@ -155,28 +155,6 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   auto env = git::repo_env(project.common_dir, s.tree(), admin + "/index", s.objects());
   if (auto r = git::capture({"read-tree", s.base}, env, "read the base commit into the index"); !r)
     return std::move(r).error();
-  std::vector<std::string> tracked_denied;
-  if (!s.deny.empty()) {
-    std::vector<std::string> args{"ls-files", "-z", "--"};
-    args.insert(args.end(), s.deny.begin(), s.deny.end());
-    auto listed = git::capture(args, env, "list denied files");
-    if (!listed) return std::move(listed).error();
-    tracked_denied = git::split(*listed, '\0');
-  }
-  if (!tracked_denied.empty()) {
-    // Never written to the tree, and an agent's `commit -a` leaves them alone.
-    std::vector<std::string> args{"update-index", "--skip-worktree", "--"};
-    args.insert(args.end(), tracked_denied.begin(), tracked_denied.end());
-    if (auto r = git::capture(args, env, "mark denied files"); !r) return std::move(r).error();
-    for (const auto& t : tracked_denied)
-      notes.push_back(
-          std::string("warning: denied file ")
-              .append(t)
-              .append(" is tracked by git: the sandbox sees the notice in its place, but its committed "
-                      "bytes are in the repository's objects, which the sandbox can read (git show HEAD:")
-              .append(t)
-              .append(")"));
-  }
   if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the worktree"); !r)
     return std::move(r).error();
   if (auto r = fs::write_file(s.tree() + "/.git", std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r)

@@ -68,21 +68,44 @@ TEST(OverlayWorkspace, ASecondCallSeesTheFirstCallsFiles) {
 TEST(DeniedFiles, GitWorkspaceShowsTheNoticeAndHoldsNoneOfTheBytes) {
   Fixture f;
   f.init_git();
-  write_file(f.file("secret.env"), "TRACKED-SECRET-7f3a9\n");
-  f.commit_all("a tracked secret");
+  write_file(f.file(".gitignore"), "*.env\n");
+  f.commit_all("ignore env files");
   write_file(f.file("local.env"),
              "UNTRACKED-SECRET-c41d2\n");  // untracked: carried by --allow-dirty, but denied
-  Output o = f.run({"--allow-dirty", "--deny", "secret.env", "--deny", "local.env", "--deny", "missing.env"},
-                   "cat secret.env; cat local.env; cat a.txt; git status --porcelain");
-  ASSERT_EQ(o.status, 0) << describe(o);
-  EXPECT_EQ(o.out, kNotice + kNotice + "alpha\n?? local.env\n");
-  EXPECT_NE(o.err.find("warning: denied file secret.env is tracked by git"), std::string::npos) << o.err;
+  // From inside, every object the sandbox can reach is read too: the bytes
+  // are in none of them.
+  Output o = f.run({"--allow-dirty", "--deny", "local.env", "--deny", "missing.env"},
+                   "cat local.env; cat a.txt; git status --porcelain --ignored; "
+                   "git cat-file --batch-all-objects --batch | grep -c UNTRACKED-SECRET");
+  ASSERT_EQ(o.status, 1) << describe(o);  // grep -c found nothing
+  EXPECT_EQ(o.out, kNotice + "alpha\n!! local.env\n0\n");
   EXPECT_NE(o.err.find("--deny missing.env: no such file"), std::string::npos) << o.err;
   std::string dir = f.sessions() + "/" + session_id(o);
-  EXPECT_EQ(files_containing(dir, "TRACKED-SECRET-7f3a9"), std::vector<std::string>{});
   EXPECT_EQ(files_containing(dir, "UNTRACKED-SECRET-c41d2"), std::vector<std::string>{});
-  // The project's own files are untouched.
-  EXPECT_EQ(read_file(f.file("secret.env")), "TRACKED-SECRET-7f3a9\n");
+  EXPECT_EQ(read_file(f.file("local.env")), "UNTRACKED-SECRET-c41d2\n");
+}
+
+// A file git has committed is in the objects the sandbox reads (git show
+// HEAD:secret.env would print it), so denying it cannot keep its bytes out:
+// the call is refused and says why, whether the file is in HEAD or only in
+// the history of some branch.
+TEST(DeniedFiles, AFileGitHasCommittedCannotBeDeniedAndTheCallIsRefused) {
+  Fixture f;
+  f.init_git();
+  write_file(f.file("secret.env"), "TRACKED-SECRET-7f3a9\n");
+  f.commit_all("a tracked secret");
+  Output o = f.run({"--deny", "secret.env"}, "git show HEAD:secret.env");
+  EXPECT_EQ(o.status, 125) << describe(o);
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("--deny secret.env: git has this file in commit "), std::string::npos) << o.err;
+  EXPECT_EQ(session_id(o), "");
+
+  git_ok(f.project(), {"rm", "-q", "secret.env"});
+  f.commit_all("forget it");
+  Output history = f.run({"--deny", "secret.env"}, "git log -p --all | grep -c TRACKED-SECRET");
+  EXPECT_EQ(history.status, 125) << describe(history);
+  EXPECT_NE(history.err.find("--deny secret.env: git has this file in commit "), std::string::npos)
+      << history.err;
 }
 
 TEST(DeniedFiles, OverlayWorkspaceShowsTheNoticeAndAdoptSkipsIt) {
