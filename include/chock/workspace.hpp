@@ -86,6 +86,8 @@ struct Session {
   // overlay
   std::string lower;              // the lower layer: the project itself, or a root caller's copy
   std::int64_t adopted_run = -1;  // last_run as it was at the last adopt; -1 never
+  // Actions the person answered `a` (always, for this session) when the policy asked.
+  std::vector<std::string> always;
 
   [[nodiscard]] std::string tree() const { return dir + "/tree"; }
   [[nodiscard]] std::string admin() const { return dir + "/git/admin"; }
@@ -133,6 +135,10 @@ struct Opened {
   bool created = false;
   std::vector<std::string> notes;  // one line each, for stderr: what was skipped, warnings
 };
+
+// The project `dir` belongs to: its git top level, else `dir` itself, as an
+// absolute real path. Where the project's chock.zon is read from.
+Expected<std::string> project_root(const std::string& dir);
 
 // Opens (or makes) the session a call runs in, and locks it.
 Expected<Opened> open(const OpenOptions& options);

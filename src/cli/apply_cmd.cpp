@@ -1,6 +1,9 @@
 // chock apply [SESSION] [--mode merge|rebase|squash] [--yes]
+//             [--org-bundle PATH] [--policy-rule ACTION=DECISION]...
+// The workspace.apply row of the policy decides; --yes answers yes when it asks.
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <iostream>
@@ -9,6 +12,8 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/layer_flags.hpp"
+#include "log/session_log.hpp"
 
 namespace chock::cli {
 
@@ -18,6 +23,7 @@ struct ApplyOptions {
   std::string session;
   std::string mode = "merge";
   bool yes = false;
+  config::LayerOptions layers;
 };
 
 std::string real_cwd() {
@@ -61,17 +67,52 @@ std::string describe(const workspace::ApplyPlan& plan) {
   return out;
 }
 
-workspace::Approval ask(const workspace::ApplyPlan& plan, bool yes) {
+workspace::Approval decide(const workspace::ApplyPlan& plan, const policy::Answer& answer,
+                           const workspace::Session& session, bool yes, bool& always) {
+  const std::string where = answer.deciding_rule ? " by " + answer.deciding_rule->origin : std::string();
+  switch (answer.decision) {
+    case policy::Decision::allow:
+      return {true, ""};
+    case policy::Decision::deny:
+      return {false, std::string(policy::kWorkspaceApply) + " is denied" + where};
+    case policy::Decision::ask:
+      break;
+  }
   if (yes) return {true, ""};
-  if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
-    return {false, "there is no terminal to ask and --yes was not given; to apply, run 'chock apply " +
-                       plan.session + " --yes'"};
-  std::fprintf(stderr, "chock: %sApply? [y/N] ", describe(plan).c_str());
-  std::fflush(stderr);
-  std::string line;
-  if (!std::getline(std::cin, line)) return {false, "no answer was given"};
-  if (line == "y" || line == "Y" || line == "yes") return {true, ""};
-  return {false, "you answered no"};
+  if (std::find(session.always.begin(), session.always.end(), policy::kWorkspaceApply) !=
+      session.always.end())
+    return {true, ""};
+  Answer said = ask_terminal(policy::kWorkspaceApply, describe(plan));
+  always = said.always;
+  if (said.approved) return {true, ""};
+  return {false, said.refusal + " (or answer in advance: chock apply " + plan.session + " --yes)"};
+}
+
+// The person answered `a`: this session applies without asking again.
+void remember_always(const std::string& id) {
+  auto s = workspace::load(id);
+  if (!s) return;
+  auto held = workspace::lock(*s, true);
+  if (!held) return;
+  auto fresh = workspace::load(id);
+  if (!fresh) return;
+  if (std::find(fresh->always.begin(), fresh->always.end(), policy::kWorkspaceApply) == fresh->always.end())
+    fresh->always.emplace_back(policy::kWorkspaceApply);
+  if (auto saved = workspace::save(*fresh); !saved)
+    std::fprintf(stderr, "chock: warning: could not keep the answer: %s\n", saved.error().message().c_str());
+}
+
+void log_integrate(const workspace::Session& s, const workspace::ApplyOutcome& outcome,
+                   const policy::Answer& answer) {
+  static constexpr const char* kStates[] = {"applied", "nothing", "refused"};
+  auto opened = log::SessionLog::open(s.project, s.id);
+  if (!opened) return;
+  (void)opened->append("workspace.integrate",
+                       {{"state", kStates[static_cast<int>(outcome.state)]},
+                        {"commit", outcome.commit},
+                        {"workspace_apply", policy::decision_name(answer.decision)},
+                        {"layer", policy::layer_name(answer.deciding_layer)},
+                        {"rule", answer.deciding_rule ? answer.deciding_rule->origin : std::string()}});
 }
 
 int apply(const ApplyOptions& o) {
@@ -89,13 +130,29 @@ int apply(const ApplyOptions& o) {
     }
     id = *picked;
   }
-  bool yes = o.yes;
-  auto outcome =
-      workspace::apply(id, *mode, [yes](const workspace::ApplyPlan& plan) { return ask(plan, yes); });
+  auto session = workspace::load(id);
+  if (!session) {
+    std::fprintf(stderr, "chock: %s\n", session.error().message().c_str());
+    return 2;
+  }
+  config::LayerOptions layer_options = o.layers;
+  layer_options.project_dir = session->project;
+  auto layers = config::load_layers(layer_options);
+  if (!layers) {
+    std::fprintf(stderr, "chock: %s\n", layers.error().message().c_str());
+    return 2;
+  }
+  policy::Answer answer = layers->table.decide(policy::kWorkspaceApply);
+  bool always = false;
+  auto outcome = workspace::apply(id, *mode, [&](const workspace::ApplyPlan& plan) {
+    return decide(plan, answer, *session, o.yes, always);
+  });
   if (!outcome) {
     std::fprintf(stderr, "chock: %s\n", outcome.error().message().c_str());
     return outcome.error().kind == Errc::bad_config ? 2 : 1;
   }
+  if (always) remember_always(id);
+  log_integrate(*session, *outcome, answer);
   // Every line of the message is Chock's, and says so.
   std::string text = outcome->message;
   for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
@@ -112,7 +169,8 @@ void add_apply_command(CLI::App& app, Action& action) {
   cmd->add_option("session", o->session, "The session (default: the one of this project with commits)");
   cmd->add_option("--mode", o->mode, "merge (default), rebase or squash, when the branch has moved")
       ->check(CLI::IsMember({"merge", "rebase", "squash"}));
-  cmd->add_flag("--yes", o->yes, "Apply without asking");
+  cmd->add_flag("--yes", o->yes, "Answer yes when the policy asks (a deny still refuses)");
+  add_layer_flags(*cmd, o->layers);
   cmd->callback([o, &action] { action = [o] { return apply(*o); }; });
 }
 

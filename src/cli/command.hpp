@@ -22,5 +22,11 @@ void add_run_command(CLI::App& app, Action& action);
 void add_apply_command(CLI::App& app, Action& action);
 // `chock workspace list|remove|clear|adopt` (workspace_cmd.cpp).
 void add_workspace_command(CLI::App& app, Action& action);
+// `chock policy [explain ACTION]` (policy_cmd.cpp).
+void add_policy_command(CLI::App& app, Action& action);
+// `chock sessions verify SESSION` (sessions_cmd.cpp).
+void add_sessions_command(CLI::App& app, Action& action);
+// `chock doctor`: each layer tried on this machine, one row a layer (doctor_cmd.cpp).
+void add_doctor_command(CLI::App& app, Action& action);
 
 }  // namespace chock::cli

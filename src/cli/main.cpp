@@ -27,6 +27,9 @@ int run_main(int argc, char** argv) {
   chock::cli::add_run_command(app, action);
   chock::cli::add_apply_command(app, action);
   chock::cli::add_workspace_command(app, action);
+  chock::cli::add_policy_command(app, action);
+  chock::cli::add_sessions_command(app, action);
+  chock::cli::add_doctor_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -1,18 +1,26 @@
 // chock run [--project DIR] [--session ID] [--allow-dirty] [--deny PATH]...
-//           [--net none|host] [--timeout S] [--result FILE] -- CMD [ARG...]
+//           [--net none|host] [--timeout S] [--result FILE]
+//           [--org-bundle PATH] [--policy-rule ACTION=DECISION]... -- CMD [ARG...]
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "chock/sandbox.hpp"
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/layer_flags.hpp"
 #include "cli/outcome.hpp"
+#include "log/session_log.hpp"
+#include "util/sha256.hpp"
 
 namespace chock::cli {
 
@@ -23,9 +31,10 @@ struct RunOptions {
   std::string session;
   bool allow_dirty = false;
   std::vector<std::string> deny;
-  std::string net = "none";
+  std::string net;  // empty: the project's .network, else none
   double timeout_seconds = 0;
   std::string result_file;
+  config::LayerOptions layers;
   std::vector<std::string> argv;
 };
 
@@ -47,39 +56,130 @@ std::vector<std::string> call_environment() {
   return env;
 }
 
+Expected<Network> choose_network(const RunOptions& o, const config::Layers& layers) {
+  if (o.net == "host") return Network::host;
+  if (o.net == "none") return Network::none;
+  Network wanted = layers.project.network.value_or(Network::none);
+  if (wanted == Network::filtered)
+    return Error{layers.project.path +
+                     ": .network = .filtered needs the network broker, which this Chock "
+                     "does not have yet; use .none or .host",
+                 "", 0, Errc::bad_config};
+  return wanted;
+}
+
+nlohmann::json rule_json(const policy::Answer& answer) {
+  nlohmann::json j = {{"decision", policy::decision_name(answer.decision)},
+                      {"layer", policy::layer_name(answer.deciding_layer)}};
+  j["rule"] = answer.deciding_rule ? nlohmann::json(answer.deciding_rule->origin) : nlohmann::json(nullptr);
+  return j;
+}
+
+// The session log is the record of what happened; a call is not refused
+// because it cannot be written, but the person is told.
+class Events {
+ public:
+  Events(const std::string& project, const std::string& session) {
+    auto opened = log::SessionLog::open(project, session);
+    if (opened) {
+      log_.emplace(std::move(*opened));
+    } else {
+      std::fprintf(stderr, "chock: warning: no session log: %s\n", opened.error().message().c_str());
+    }
+  }
+  void add(std::string_view event, const nlohmann::json& fields) {
+    if (!log_) return;
+    if (auto r = log_->append(event, fields); !r) {
+      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
+      log_.reset();
+    }
+  }
+
+ private:
+  std::optional<log::SessionLog> log_;
+};
+
 int run(const RunOptions& o) {
+  std::string start = current_dir();
+  if (char real[PATH_MAX]; !o.project.empty() && ::realpath(o.project.c_str(), real) != nullptr) start = real;
+  auto root = workspace::project_root(o.project.empty() ? start : o.project);
+  if (!root) return refuse(root.error(), o.result_file);
+  config::LayerOptions layer_options = o.layers;
+  layer_options.project_dir = *root;
+  auto layers = config::load_layers(layer_options);
+  if (!layers) return refuse(layers.error(), o.result_file);
+  auto network = choose_network(o, *layers);
+  if (!network) return refuse(network.error(), o.result_file);
+  // sandbox.jit is read before the call starts: nobody is asked, so only allow relaxes.
+  policy::Answer jit = layers->table.decide(policy::kSandboxJit);
+
   workspace::OpenOptions open;
-  open.project = o.project;
+  open.project = *root;
   open.session = o.session;
   open.allow_dirty = o.allow_dirty;
   open.deny = o.deny;
+  for (const auto& path : layers->deny_read())
+    if (std::find(open.deny.begin(), open.deny.end(), path) == open.deny.end()) open.deny.push_back(path);
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
   workspace::Session& s = opened->session;
   for (const auto& note : opened->notes) std::fprintf(stderr, "chock: %s\n", note.c_str());
-  if (opened->created)
+  config::EffectiveLimits limits = layers->limits();
+  Events events(s.project, s.id);
+  if (opened->created) {
     std::fprintf(stderr, "chock: session %s (%s workspace of %s); continue it with --session %s\n",
                  s.id.c_str(), s.kind == workspace::Kind::git ? "git worktree" : "overlay", s.project.c_str(),
                  s.id.c_str());
+    // Said once, when the session is made: the ceiling holds on every call.
+    for (const auto& notice : limits.notices) std::fprintf(stderr, "chock: %s\n", notice.c_str());
+    events.add("session.start", {{"project", s.project}, {"kind", workspace::kind_name(s.kind)}});
+  }
+  nlohmann::json cli_rules = nlohmann::json::array();
+  for (const auto& r : layers->command_line) cli_rules.push_back(r.origin);
+  events.add("session.config",
+             {{"chock_zon", layers->project.path.empty() ? nlohmann::json(nullptr)
+                                                         : nlohmann::json(sha256_hex(layers->project.bytes))},
+              {"allow_dirty", o.allow_dirty},
+              {"policy_rules", cli_rules},
+              {"limit_notices", limits.notices}});
+  events.add("workspace.open", {{"kind", workspace::kind_name(s.kind)},
+                                {"created", opened->created},
+                                {"base", s.base},
+                                {"deny", s.deny}});
 
   Config config;
   config.argv = o.argv;
   config.env = call_environment();
-  config.network = o.net == "host" ? Network::host : Network::none;
+  config.network = *network;
+  config.allow_jit = jit.decision == policy::Decision::allow;
+  config.limits.processes = limits.processes;
+  config.limits.memory_bytes = limits.memory_bytes;
   if (o.timeout_seconds > 0)
     config.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
-  std::string start = current_dir();
-  if (char real[PATH_MAX]; !o.project.empty() && ::realpath(o.project.c_str(), real) != nullptr) start = real;
   if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
+  if (config.allow_jit)
+    std::fprintf(
+        stderr,
+        "chock: warning: write-xor-execute is OFF for this call: sandbox.jit is allowed by %s; every "
+        "blocked call still kills, io_uring is still refused\n",
+        jit.deciding_rule ? jit.deciding_rule->origin.c_str() : "the policy");
+  events.add("sandbox.open", {{"write_execute", config.allow_jit ? "relaxed" : "strict"},
+                              {"sandbox_jit", rule_json(jit)},
+                              {"network", config.network == Network::host ? "host" : "none"}});
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
   if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
+  events.add("tool.call", {{"argv", config.argv}, {"cwd", config.cwd}});
   CancelSignals cancel;
   auto child = spawn(config);
-  if (!child) return refuse(child.error(), o.result_file);
+  if (!child) {
+    events.add("tool.result", {{"refused", child.error().message()}});
+    return refuse(child.error(), o.result_file);
+  }
   Result r = child->wait(cancel.fd());
+  events.add("tool.result", nlohmann::json::parse(r.to_json()));
   return finish(r, config.argv, o.result_file);
 }
 
@@ -96,10 +196,12 @@ void add_run_command(CLI::App& app, Action& action) {
       ->type_size(1)
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--net", o->net, "Network: none (default) or host")->check(CLI::IsMember({"none", "host"}));
+  cmd->add_option("--net", o->net, "Network: none or host (default: the project's .network, else none)")
+      ->check(CLI::IsMember({"none", "host"}));
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
+  add_layer_flags(*cmd, o->layers);
   cmd->add_option("command", o->argv, "The command, after --")->required();
   cmd->positionals_at_end();
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });

@@ -5,6 +5,7 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "log/session_log.hpp"
 
 namespace chock::cli {
 
@@ -54,8 +55,19 @@ int list() {
   return 0;
 }
 
+// A session ends when its workspace is removed; its log says so last.
+Expected<std::string> remove_and_end(const std::string& id, bool force) {
+  auto session = workspace::load(id);
+  auto done = workspace::remove(id, force);
+  if (done && session) {
+    if (auto log = log::SessionLog::open(session->project, id); log)
+      (void)log->append("session.end", {{"removed", true}, {"forced", force}});
+  }
+  return done;
+}
+
 int remove(const WorkspaceOptions& o) {
-  auto done = workspace::remove(o.session, o.force);
+  auto done = remove_and_end(o.session, o.force);
   if (!done) return report_error(done.error());
   std::fprintf(stderr, "chock: %s\n", done->c_str());
   return 0;
@@ -66,7 +78,7 @@ int clear(const WorkspaceOptions& o) {
   if (!all) return report_error(all.error());
   int status = 0;
   for (const auto& info : *all) {
-    auto done = workspace::remove(info.session.id, o.force);
+    auto done = remove_and_end(info.session.id, o.force);
     if (done) {
       std::fprintf(stderr, "chock: %s\n", done->c_str());
     } else {

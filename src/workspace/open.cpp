@@ -81,6 +81,12 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
 
 }  // namespace
 
+Expected<std::string> project_root(const std::string& dir) {
+  auto project = build::find_project(dir.empty() ? current_dir() : dir);
+  if (!project) return std::move(project).error();
+  return project->root;
+}
+
 Expected<Opened> open(const OpenOptions& o) {
   for (const auto& d : o.deny)
     if (auto v = validate_deny_path(d); !v) return std::move(v).error();
@@ -88,7 +94,7 @@ Expected<Opened> open(const OpenOptions& o) {
     if (auto v = validate_session_id(o.session); !v) return std::move(v).error();
   auto project = build::find_project(o.project.empty() ? current_dir() : o.project);
   if (!project) return std::move(project).error();
-  if (auto r = build::check_deny_targets(project->root, o.deny); !r) return std::move(r).error();
+  if (auto r = build::check_deny_targets(*project, o.deny); !r) return std::move(r).error();
   return o.session.empty() ? open_new(o, *project) : open_existing(o, *project);
 }
 

@@ -101,9 +101,19 @@ namespace {
 
 nlohmann::json to_json(const Session& s) {
   return nlohmann::json{
-      {"id", s.id},     {"kind", kind_name(s.kind)}, {"project", s.project},   {"owner", s.owner},
-      {"deny", s.deny}, {"created", s.created},      {"last_run", s.last_run}, {"common_dir", s.common_dir},
-      {"base", s.base}, {"applied", s.applied},      {"lower", s.lower},       {"adopted_run", s.adopted_run},
+      {"id", s.id},
+      {"kind", kind_name(s.kind)},
+      {"project", s.project},
+      {"owner", s.owner},
+      {"deny", s.deny},
+      {"created", s.created},
+      {"last_run", s.last_run},
+      {"common_dir", s.common_dir},
+      {"base", s.base},
+      {"applied", s.applied},
+      {"lower", s.lower},
+      {"adopted_run", s.adopted_run},
+      {"always", s.always},
   };
 }
 
@@ -142,6 +152,8 @@ Expected<Session> load(const std::string& id) {
     s.applied = j.at("applied").get<std::string>();
     s.lower = j.at("lower").get<std::string>();
     s.adopted_run = j.at("adopted_run").get<std::int64_t>();
+    // Sessions made before the policy table have no answers kept.
+    if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();
     return s;
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("read session.json: ") + e.what(), dir, 0};

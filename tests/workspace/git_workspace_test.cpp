@@ -65,12 +65,25 @@ TEST(GitWorkspace, OnATerminalApplyAsksAndTakesTheAnswer) {
   };
   Output no = on_terminal("n\n");
   EXPECT_EQ(no.status, 1) << describe(no);
-  EXPECT_NE(no.out.find("Apply? [y/N]"), std::string::npos) << no.out;
+  EXPECT_NE(no.out.find("workspace.apply asks: go ahead? [y]es, [n]o, [a]lways for this session"),
+            std::string::npos)
+      << no.out;
   EXPECT_NE(no.out.find("not applied: you answered no"), std::string::npos) << no.out;
   EXPECT_FALSE(exists(f.file("x.txt")));
   Output yes = on_terminal("y\n");
   EXPECT_EQ(yes.status, 0) << describe(yes);
   EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "agent: x");
+
+  // `a`: yes, and this session does not ask again, even with nobody at a terminal.
+  ASSERT_EQ(f.run({"--session", id}, "echo y > y.txt && git add y.txt && git commit -q -m 'agent: y'").status,
+            0);
+  Output always = on_terminal("a\n");
+  EXPECT_EQ(always.status, 0) << describe(always);
+  ASSERT_EQ(f.run({"--session", id}, "echo z > z.txt && git add z.txt && git commit -q -m 'agent: z'").status,
+            0);
+  Output unasked = f.chock({"apply", id});
+  EXPECT_EQ(unasked.status, 0) << describe(unasked);
+  EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "agent: z");
 }
 
 TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {

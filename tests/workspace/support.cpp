@@ -76,6 +76,10 @@ Fixture::Fixture() : dir_("chock-ws") {
   project_ = real(dir_ / "project");
   data_ = dir_ / "data";
   ::mkdir(data_.c_str(), 0700);
+  state_ = dir_ / "state";
+  ::mkdir(state_.c_str(), 0700);
+  config_ = dir_ / "config";
+  ::mkdir(config_.c_str(), 0700);
 }
 
 void Fixture::init_git() {
@@ -99,7 +103,7 @@ void Fixture::commit_all(const std::string& message) {
 Output Fixture::chock(const std::vector<std::string>& args, const std::string& stdin_data) const {
   RunOptions o;
   o.cwd = project_;
-  o.env = {{"XDG_DATA_HOME", data_}};
+  o.env = {{"XDG_DATA_HOME", data_}, {"XDG_STATE_HOME", state_}, {"XDG_CONFIG_HOME", config_}};
   o.stdin_data = stdin_data;
   return test::chock(args, o);
 }

@@ -23,6 +23,9 @@ class Fixture {
   Fixture();
   [[nodiscard]] const std::string& project() const { return project_; }
   [[nodiscard]] const std::string& data() const { return data_; }
+  // XDG_STATE_HOME (session logs) and XDG_CONFIG_HOME (the operator's file) of the runs.
+  [[nodiscard]] const std::string& state() const { return state_; }
+  [[nodiscard]] const std::string& config() const { return config_; }
   [[nodiscard]] std::string file(const std::string& rel) const { return project_ + "/" + rel; }
   // A git repository on `main` with a.txt, b.txt and sub/c.txt committed.
   void init_git();
@@ -40,6 +43,8 @@ class Fixture {
   TempDir dir_;
   std::string project_;
   std::string data_;
+  std::string state_;
+  std::string config_;
 };
 
 // The id in "chock: session ID (...)", or "" when it was not printed.

@@ -1,0 +1,41 @@
+#include "cli/layer_flags.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace chock::cli {
+
+void add_layer_flags(CLI::App& sub, config::LayerOptions& options) {
+  sub.add_option("--org-bundle", options.org_bundle,
+                 "The organisation's policy bundle (default: /etc/chock/bundle.zon if present)")
+      ->type_name("PATH");
+  sub.add_option("--policy-rule", options.policy_rules,
+                 "Add a rule that can only narrow the policy, e.g. sandbox.jit=deny (repeatable)")
+      ->type_name("ACTION=DECISION")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+std::string nobody_to_ask(const std::string& action) {
+  return action + " asks, and nobody is here to answer: add a rule to the project's chock.zon, " +
+         ".{ .action = \"" + action + "\", .decision = .allow }, or run on a terminal";
+}
+
+Answer ask_terminal(const std::string& action, const std::string& what) {
+  if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
+    return {false, false, nobody_to_ask(action)};
+  std::fprintf(stderr,
+               "chock: %s\nchock: %s asks: go ahead? [y]es, [n]o, [a]lways for this session: ", what.c_str(),
+               action.c_str());
+  std::fflush(stderr);
+  std::string line;
+  if (!std::getline(std::cin, line)) return {false, false, "no answer was given"};
+  if (line == "y" || line == "Y" || line == "yes") return {true, false, ""};
+  if (line == "a" || line == "A" || line == "always") return {true, true, ""};
+  return {false, false, "you answered no"};
+}
+
+}  // namespace chock::cli

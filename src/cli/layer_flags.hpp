@@ -1,0 +1,27 @@
+// The flags that name configuration layers, shared by every subcommand the
+// policy decides: --org-bundle PATH and --policy-rule ACTION=DECISION.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "config/layers.hpp"
+
+namespace chock::cli {
+
+void add_layer_flags(CLI::App& sub, config::LayerOptions& options);
+
+// The line Chock prints for a decision that asks when nobody can answer.
+[[nodiscard]] std::string nobody_to_ask(const std::string& action);
+
+// Asks the person at the terminal about `action` (`y` yes, `n` no, `a` yes
+// and always for this session). `what` says what would happen.
+struct Answer {
+  bool approved = false;
+  bool always = false;
+  std::string refusal;  // when not approved: why, in words
+};
+[[nodiscard]] Answer ask_terminal(const std::string& action, const std::string& what);
+
+}  // namespace chock::cli

@@ -1,0 +1,115 @@
+// chock policy [--project DIR] [--org-bundle PATH] [--policy-rule A=D]...
+// chock policy explain ACTION [the same flags]
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "chock/workspace.hpp"
+#include "cli/command.hpp"
+#include "cli/layer_flags.hpp"
+
+namespace chock::cli {
+
+namespace {
+
+struct PolicyOptions {
+  std::string project;
+  config::LayerOptions layers;
+  std::string action;  // explain
+};
+
+// The actions Chock itself asks about are always shown, named by a rule or not.
+constexpr const char* kSandboxActions[] = {policy::kSandboxJit, policy::kWorkspaceApply};
+
+Expected<config::Layers> load(const PolicyOptions& o) {
+  auto root = workspace::project_root(o.project);
+  if (!root) return std::move(root).error();
+  config::LayerOptions options = o.layers;
+  options.project_dir = *root;
+  return config::load_layers(options);
+}
+
+std::string default_words(policy::Layer layer) {
+  switch (layer) {
+    case policy::Layer::bundle:
+      return "no rule: the bundle leaves it at allow";
+    case policy::Layer::project:
+      return "no rule: an action nobody names asks";
+    case policy::Layer::command_line:
+      return "no rule: the command line narrows nothing";
+  }
+  return "";
+}
+
+std::string answer_line(const policy::Answer& a) {
+  std::string out = policy::decision_name(a.decision);
+  out += " (";
+  out += policy::layer_name(a.deciding_layer);
+  out += a.deciding_rule ? ", " + a.deciding_rule->origin : std::string(", by default");
+  return out + ")";
+}
+
+int show(const PolicyOptions& o) {
+  auto layers = load(o);
+  if (!layers) {
+    std::fprintf(stderr, "chock: %s\n", layers.error().message().c_str());
+    return 2;
+  }
+  std::printf("rules (deny < ask < allow; the answer is the minimum of the layers):\n");
+  if (layers->table.entries().empty()) std::printf("  (none)\n");
+  std::set<std::string> actions(std::begin(kSandboxActions), std::end(kSandboxActions));
+  for (const auto& e : layers->table.entries()) {
+    std::printf("  %-13s %-40s %-6s %s\n", policy::layer_name(e.layer), e.rule.action.c_str(),
+                policy::decision_name(e.rule.decision), e.rule.origin.c_str());
+    if (e.rule.action.size() < 2 || e.rule.action.compare(e.rule.action.size() - 2, 2, ".*") != 0)
+      actions.insert(e.rule.action);
+  }
+  std::printf("answers:\n");
+  for (const auto& action : actions)
+    std::printf("  %-40s %s\n", action.c_str(), answer_line(layers->table.decide(action)).c_str());
+  return 0;
+}
+
+int explain(const PolicyOptions& o) {
+  if (auto valid = policy::validate_action(o.action); !valid) {
+    std::fprintf(stderr, "chock: %s\n", valid.error().message().c_str());
+    return 2;
+  }
+  auto layers = load(o);
+  if (!layers) {
+    std::fprintf(stderr, "chock: %s\n", layers.error().message().c_str());
+    return 2;
+  }
+  policy::Answer a = layers->table.decide(o.action);
+  std::printf("%s: %s\n", o.action.c_str(), answer_line(a).c_str());
+  for (const auto& l : a.layers) {
+    std::string why = l.rule ? l.rule->action + " at " + l.rule->origin : default_words(l.layer);
+    std::printf("  %-13s %-6s %s\n", policy::layer_name(l.layer), policy::decision_name(l.decision),
+                why.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_policy_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<PolicyOptions>();
+  CLI::App* cmd = app.add_subcommand("policy", "Print the policy table folded over its layers");
+  cmd->add_option("--project", o->project, "The project (default: the current directory)");
+  add_layer_flags(*cmd, o->layers);
+  CLI::App* ex = cmd->add_subcommand("explain", "Print the answer for one action and which rule gave it");
+  ex->add_option("action", o->action, "The action, e.g. workspace.apply")->required();
+  ex->add_option("--project", o->project, "The project (default: the current directory)");
+  add_layer_flags(*ex, o->layers);
+  cmd->callback([o, cmd, ex, &action] {
+    if (ex->parsed()) {
+      action = [o] { return explain(*o); };
+    } else {
+      action = [o] { return show(*o); };
+    }
+    (void)cmd;
+  });
+}
+
+}  // namespace chock::cli
