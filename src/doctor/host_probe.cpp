@@ -1,0 +1,100 @@
+// What chock run needs of the host side: a cgroup it can make (tried with
+// cgroup::Managed::create, the code a call uses, and removed again), git, and
+// room in the data directory for workspaces.
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "chock/workspace.hpp"
+#include "doctor/probes.hpp"
+#include "sandbox/cgroup.hpp"
+#include "workspace/git.hpp"
+
+namespace chock::doctor {
+namespace {
+
+constexpr const char* kCgroupRow = "cgroup v2";
+constexpr const char* kGitRow = "git";
+constexpr const char* kSpaceRow = "workspace space";
+constexpr unsigned long long kSpaceFloor = 1ULL << 30;
+
+// The data directory, or its nearest ancestor that exists yet.
+std::string nearest_existing(std::string path) {
+  while (path.size() > 1) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) return path;
+    const auto slash = path.rfind('/');
+    path = slash == 0 ? std::string("/") : path.substr(0, slash);
+  }
+  return "/";
+}
+
+}  // namespace
+
+std::string human_size(unsigned long long bytes) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double value = static_cast<double>(bytes);
+  while (unit < 4 && value >= 1024) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0 || value >= 100 || value == static_cast<double>(static_cast<unsigned long long>(value)))
+    std::snprintf(text, sizeof text, "%.0f %s", value, units[unit]);
+  else
+    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+
+Row cgroup_row(const Row& rlimit_floor) {
+  // The very call chock run makes: a cgroup below a delegated ancestor with
+  // memory.max, memory.swap.max and pids.max written; destroyed at once.
+  cgroup::Managed managed = cgroup::Managed::create(Limits{});
+  if (managed.state() == CgroupState::ok) {
+    return make_row(kCgroupRow, Level::ok, false,
+                    "memory.max " + human_size(managed.memory_max()) + " and pids.max " +
+                        std::to_string(managed.pids_max()) + " written on " + managed.path() +
+                        " (removed again)");
+  }
+  std::string reason = "unsupported: " + managed.reason();
+  reason += rlimit_floor.level == Level::ok ? "; the rlimit floor carries the load"
+                                            : "; and the rlimit floor is off too";
+  return make_row(kCgroupRow, Level::degraded, false, reason);
+}
+
+Row git_row(bool blocks, const std::string& why_blocks) {
+  const Level missing = blocks ? Level::off : Level::degraded;
+  auto out = workspace::git::run({"--version"});
+  if (!out) return make_row(kGitRow, missing, blocks, out.error().message() + why_blocks);
+  if (!out->ok())
+    return make_row(
+        kGitRow, missing, blocks,
+        "git --version exited " + std::to_string(out->status) + ": " + out->first_error_line() + why_blocks);
+  std::string version = workspace::git::chomp(out->out);
+  if (version.rfind("git version ", 0) != 0)
+    return make_row(kGitRow, missing, blocks, "git --version said '" + version + "'" + why_blocks);
+  return make_row(kGitRow, Level::ok, blocks, version + why_blocks);
+}
+
+Row space_row() {
+  auto data = workspace::data_dir();
+  if (!data) return make_row(kSpaceRow, Level::degraded, false, data.error().message());
+  const std::string probed = nearest_existing(*data);
+  struct statvfs fs {};
+  if (::statvfs(probed.c_str(), &fs) != 0)
+    return make_row(kSpaceRow, Level::degraded, false, sys_error("statvfs", probed).message());
+  const unsigned long long free = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
+  std::string where = probed == *data
+                          ? "in the data directory " + *data
+                          : "in " + probed + " (the data directory " + *data + " is not made yet)";
+  if (free < kSpaceFloor)
+    return make_row(
+        kSpaceRow, Level::degraded, false,
+        human_size(free) + " free " + where + "; workspaces want at least " + human_size(kSpaceFloor));
+  return make_row(kSpaceRow, Level::ok, false, human_size(free) + " free " + where);
+}
+
+}  // namespace chock::doctor

@@ -1,0 +1,82 @@
+// The probes behind the rows of `chock doctor`, one file per group. Internal
+// to src/doctor/: doctor.cpp puts them in order and decides which block.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chock/error.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/probe_child.hpp"
+#include "policy/policy.hpp"
+#include "sandbox/namespaces.hpp"
+
+namespace chock::doctor {
+
+// A private directory under $TMPDIR (or /tmp) for the probes that need files,
+// owned by the uid the namespace probes drop to, removed with its contents.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch();
+  static Expected<void> make(Scratch& scratch, uid_t owner, gid_t group);
+  [[nodiscard]] const std::string& path() const { return path_; }
+  // A subdirectory made now (mode 0755, same owner), its absolute path.
+  [[nodiscard]] Expected<std::string> subdir(const std::string& name) const;
+
+ private:
+  std::string path_;
+  uid_t owner_ = 0;
+  gid_t group_ = 0;
+};
+
+// What every probe shares, built before any fork.
+struct Context {
+  // Who a tool call runs as: the caller, or 65534 for a root caller, exactly
+  // as chock run plans it. Probes that build namespaces drop to it first.
+  sandbox::Identity identity;
+  Scratch scratch;
+  bool root_caller = false;
+};
+
+// namespaces_probe.cpp: user, mount, pid, ipc, net; in that order.
+[[nodiscard]] std::vector<Row> namespace_rows(const Context& context);
+
+// layers_probe.cpp
+[[nodiscard]] Row landlock_row(const Context& context);
+// Installs Chock's own filter (strict, or the JIT one) in a child, then: a
+// writable and executable mmap, io_uring_setup, and unshare(0), which is on
+// the kill list and harmless if it ran.
+[[nodiscard]] ChildResult try_filter(bool allow_jit);
+// Every step of try_filter went as it should and unshare(0) ended the child
+// with SIGSYS.
+[[nodiscard]] bool filter_held(const ChildResult& result);
+[[nodiscard]] Row seccomp_row(const ChildResult& strict);
+[[nodiscard]] Row rlimit_row();
+
+// process_probe.cpp
+[[nodiscard]] Row pidfd_row();
+[[nodiscard]] Row clone_into_cgroup_row();
+
+// mounts_probe.cpp
+[[nodiscard]] Row overlay_row(const Context& context, bool blocks, const std::string& why_blocks);
+[[nodiscard]] Row tmpfs_row(const Context& context);
+
+// host_probe.cpp
+[[nodiscard]] Row cgroup_row(const Row& rlimit_floor);
+[[nodiscard]] Row git_row(bool blocks, const std::string& why_blocks);
+[[nodiscard]] Row space_row();
+
+// policy_probe.cpp: the organisation's, the project's and the command line's
+// rules folded for sandbox.jit; an Error when one of their files is bad.
+[[nodiscard]] Expected<policy::Answer> jit_answer(const Options& options, const std::string& project_root);
+// The answer in words, and the filter it selects tried for real (the strict
+// one was already tried for the seccomp row).
+[[nodiscard]] Row write_execute_row(const policy::Answer& answer, const ChildResult& strict_filter);
+
+// "1.5 GiB", "80 GiB", "512 MiB": free space and sizes as a person reads them.
+[[nodiscard]] std::string human_size(unsigned long long bytes);
+
+}  // namespace chock::doctor
