@@ -71,6 +71,9 @@ TEST(Policy, JitAllowLetsAnRwxPageThroughAndSaysSo) {
   auto lines = log_lines(f, id);
   EXPECT_TRUE(has_event(lines, "sandbox.open", "\"write_execute\":\"relaxed\"")) << describe(o);
   EXPECT_TRUE(has_event(lines, "sandbox.open", "\"decision\":\"allow\""));
+  // The third announcement: chock doctor reads the same rules.
+  Output doctor = f.chock({"doctor"});
+  EXPECT_NE(doctor.out.find("write^execute       OFF"), std::string::npos) << describe(doctor);
   // Nothing else moved: ptrace still kills.
   Output ptrace = f.chock({"run", "--session", id, "--", "./attack", "ptrace"});
   EXPECT_EQ(ptrace.status, 128 + SIGSYS) << describe(ptrace);
