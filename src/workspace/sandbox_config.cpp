@@ -1,4 +1,5 @@
 // A session as mounts: what the sandbox core is asked to build for a call.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -21,6 +22,11 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     std::string root = kSandboxGitRoot;
     // The tree at the project's own path; its .git file names the admin dir below.
     config.binds.push_back(Bind{s.tree(), s.project, Access::read_write});
+    // The project's configuration is read-only inside: a call cannot rewrite
+    // the rules the next call of its session is decided by.
+    struct stat st {};
+    if (::lstat((s.tree() + "/chock.zon").c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      config.binds.push_back(Bind{s.tree() + "/chock.zon", s.project + "/chock.zon", Access::read_only_file});
     config.binds.push_back(Bind{s.common_dir, root + "/repo", Access::read_only});
     config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
     config.binds.push_back(Bind{s.admin(), root + "/admin", Access::read_write});

@@ -209,6 +209,19 @@ TEST(Policy, LimitsFromChockZonReachTheCallAndTheBundleHoldsThemOnce) {
   EXPECT_EQ(second.err.find("holds it to"), std::string::npos) << "said once: " << second.err;
 }
 
+TEST(Policy, ChockZonIsReadOnlyInsideAGitWorkspace) {
+  Fixture f;
+  init_with(f, ".{ .network = .none }\n");
+  Output o =
+      f.run({}, "echo '// more' >> chock.zon; mv chock.zon moved; cat chock.zon; echo other > other.txt");
+  EXPECT_EQ(o.status, 0) << describe(o);
+  EXPECT_NE(o.err.find("chock.zon: Read-only file system"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("Device or resource busy"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, ".{ .network = .none }\n");
+  // The rest of the tree stays writable.
+  EXPECT_TRUE(exists(f.sessions() + "/" + session_id(o) + "/tree/other.txt"));
+}
+
 TEST(Policy, TheSessionLogChainFindsAnEditedOrRemovedLine) {
   Fixture f;
   init_with(f, "");
