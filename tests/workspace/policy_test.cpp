@@ -23,22 +23,7 @@ void init_with(Fixture& f, const std::string& zon, bool with_attack = false) {
   if (!zon.empty() || with_attack) f.commit_all("configure");
 }
 
-// Every line of the session's log.
-std::vector<std::string> log_lines(const Fixture& f, const std::string& id) {
-  std::vector<std::string> lines;
-  std::string root = f.state() + "/chock/sessions";
-  DIR* d = ::opendir(root.c_str());
-  if (d == nullptr) return lines;
-  while (dirent* e = ::readdir(d)) {
-    std::string path = root + "/" + e->d_name + "/" + id + ".jsonl";
-    if (!exists(path)) continue;
-    std::istringstream in(read_file(path));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-  }
-  ::closedir(d);
-  return lines;
-}
-
+// The session's log: one project folder under the state directory holds it.
 std::string log_path(const Fixture& f, const std::string& id) {
   std::string root = f.state() + "/chock/sessions";
   DIR* d = ::opendir(root.c_str());
@@ -51,6 +36,15 @@ std::string log_path(const Fixture& f, const std::string& id) {
   }
   if (d != nullptr) ::closedir(d);
   return found;
+}
+
+std::vector<std::string> log_lines(const Fixture& f, const std::string& id) {
+  std::vector<std::string> lines;
+  std::string path = log_path(f, id);
+  if (path.empty()) return lines;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 bool has_event(const std::vector<std::string>& lines, const std::string& event, const std::string& also) {
