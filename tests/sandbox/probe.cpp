@@ -6,16 +6,20 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -160,6 +164,119 @@ int cat_stdin() {
   return 0;
 }
 
+// Every entry of a directory, sorted, one "TYPE NAME" line each (c, b, d, l,
+// f, p, s), so a test can compare the whole listing.
+int list_dir(const char* path) {
+  DIR* d = opendir(path);
+  if (d == nullptr) return say_errno();
+  std::vector<std::string> lines;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    char type = S_ISCHR(st.st_mode)    ? 'c'
+                : S_ISBLK(st.st_mode)  ? 'b'
+                : S_ISDIR(st.st_mode)  ? 'd'
+                : S_ISLNK(st.st_mode)  ? 'l'
+                : S_ISFIFO(st.st_mode) ? 'p'
+                : S_ISSOCK(st.st_mode) ? 's'
+                                       : 'f';
+    lines.push_back(std::string(1, type) + " " + name);
+  }
+  closedir(d);
+  std::sort(lines.begin(), lines.end());
+  for (const auto& l : lines) std::printf("%s\n", l.c_str());
+  return 0;
+}
+
+int statfs_path(const char* path) {
+  struct statfs fs {};
+  if (statfs(path, &fs) != 0) return say_errno();
+  std::printf("type %#lx bytes %llu\n", static_cast<unsigned long>(fs.f_type),
+              static_cast<unsigned long long>(fs.f_blocks) * static_cast<unsigned long long>(fs.f_bsize));
+  return 0;
+}
+
+// Writes until refused, or until `max_mib` (so a missing cap fails the test
+// instead of filling memory): "ENOSPC after N" or "ok N".
+int fill(const char* path, const char* max_mib) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return say_errno();
+  static char chunk[1 << 16];
+  std::memset(chunk, 'x', sizeof chunk);
+  const long long max = std::atoll(max_mib) << 20;
+  long long total = 0;
+  while (total < max) {
+    ssize_t n = write(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      std::printf("%s after %lld\n", strerrorname_np(errno), total);
+      return 0;
+    }
+    total += n;
+  }
+  std::printf("ok %lld\n", total);
+  return 0;
+}
+
+// The per-mount options of the mount at `point` (the last one: the top of
+// the stack), from /proc/self/mountinfo.
+int mount_options(const char* point) {
+  FILE* f = std::fopen("/proc/self/mountinfo", "r");
+  if (f == nullptr) return say_errno();
+  char line[4096];
+  std::string found;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    char mnt_point[4096];
+    char options[4096];
+    if (std::sscanf(line, "%*s %*s %*s %*s %4095s %4095s", mnt_point, options) == 2 &&
+        std::strcmp(mnt_point, point) == 0)
+      found = options;
+  }
+  std::fclose(f);
+  std::printf("%s\n", found.empty() ? "ENOENT" : found.c_str());
+  return 0;
+}
+
+// Opens without reading (a terminal would block a read).
+int open_path(const char* path) {
+  int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return say_errno();
+  close(fd);
+  std::printf("ok\n");
+  return 0;
+}
+
+int session() {
+  std::printf("sid %d pid %d pgrp %d\n", getsid(0), getpid(), getpgrp());
+  return 0;
+}
+
+int namespace_link(const char* name) {
+  char buf[256] = {};
+  std::string path = std::string("/proc/self/ns/") + name;
+  if (readlink(path.c_str(), buf, sizeof buf - 1) < 0) return say_errno();
+  std::printf("%s\n", buf);
+  return 0;
+}
+
+int print_text(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return say_errno();
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) std::fwrite(buf, 1, n, stdout);
+  std::fclose(f);
+  return 0;
+}
+
+int securebits() {
+  int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  if (bits < 0) return say_errno();
+  std::printf("%#x\n", bits);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,6 +298,15 @@ int main(int argc, char** argv) {
   if (c == "identity") return identity();
   if (c == "stdin") return stdin_source();
   if (c == "cat") return cat_stdin();
+  if (c == "ls" && argc == 3) return list_dir(argv[2]);
+  if (c == "statfs" && argc == 3) return statfs_path(argv[2]);
+  if (c == "fill" && argc == 4) return fill(argv[2], argv[3]);
+  if (c == "mountopts" && argc == 3) return mount_options(argv[2]);
+  if (c == "open" && argc == 3) return open_path(argv[2]);
+  if (c == "session") return session();
+  if (c == "ns" && argc == 3) return namespace_link(argv[2]);
+  if (c == "text" && argc == 3) return print_text(argv[2]);
+  if (c == "securebits") return securebits();
   if (c == "exit" && argc == 3) return std::atoi(argv[2]);
   if (c == "raise" && argc == 3) {
     raise(std::atoi(argv[2]));

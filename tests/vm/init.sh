@@ -1,10 +1,28 @@
 #!/bin/sh
-# /init of the test VM. Mounts a cgroup2 tree with memory and pids enabled,
-# delegates a subtree to uid 61000, runs the test suites as root and as that
-# uid, and reports each run on the serial console in lines the host parses:
+# /init of the test VM. Moves to a tmpfs root, mounts a cgroup2 tree with
+# memory and pids enabled, delegates a subtree to uid 61000, runs the test
+# suites as root and as that uid, and reports each run on the serial console
+# in lines the host parses:
 #   CHOCK-VM-RESULT {"run":"root","suite":"limits_vm","status":0}
 #   CHOCK-VM-DONE {"kernel":"6.1.0-...","landlock_abi":2,"seconds":12}
 export PATH=/bin
+# The initramfs root is rootfs, the one mount with no parent, and pivot_root
+# refuses it: `chock sandbox` could not build its tree here. So this script
+# first copies itself and everything else onto a tmpfs and runs again from
+# there, with switch_root (which frees the initramfs copy).
+if [ "$$" = 1 ] && [ ! -e /.chock-tmpfs-root ]; then
+  mkdir /newroot
+  mount -t tmpfs -o mode=0755 tmpfs /newroot
+  for d in /*; do
+    case $d in
+      /newroot) ;;
+      /proc | /sys | /dev | /tmp) mkdir -p "/newroot$d" ;;
+      *) cp -a "$d" /newroot/ ;;
+    esac
+  done
+  touch /newroot/.chock-tmpfs-root
+  exec switch_root /newroot /init
+fi
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev

@@ -1,0 +1,338 @@
+// The limits through the real `chock sandbox`, not the limits-run stand-in:
+// the flags as the CLI parses them, the floor as the sandbox core applies it
+// (keeper, middle and program in their namespaces), chock's own line on
+// stderr, and the --result JSON. Also runs in the test VM (tests/vm), where
+// the managed cgroup is ok instead of unsupported.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "process.hpp"
+
+namespace {
+
+using chock::test::Output;
+using chock::test::program;
+using chock::test::TempDir;
+
+using Pair = std::pair<std::uint64_t, std::uint64_t>;  // soft, hard
+
+struct SandboxRun {
+  Output out;
+  nlohmann::json result;
+};
+
+// `chock sandbox --ro STAGE --result FILE FLAGS -- COMMAND`.
+SandboxRun chock_sandbox(const std::vector<std::string>& flags, const std::vector<std::string>& command) {
+  TempDir dir("chock-sandbox-limits");
+  std::string file = dir / "result.json";
+  std::vector<std::string> args{"sandbox", "--ro", chock::test::stage_dir(), "--result", file};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.emplace_back("--");
+  args.insert(args.end(), command.begin(), command.end());
+  SandboxRun r;
+  r.out = chock::test::chock(args);
+  if (chock::test::exists(file)) r.result = nlohmann::json::parse(chock::test::read_file(file));
+  return r;
+}
+
+// A directory the program (nobody, for a root caller) may write into.
+std::string open_dir(const TempDir& dir) {
+  std::string d = dir / "w";
+  ::mkdir(d.c_str(), 01777);
+  ::chmod(d.c_str(), 01777);
+  return d;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+std::string killed_by(const SandboxRun& r) {
+  const auto& k = r.result.at("limits").at("killed_by");
+  return k.is_null() ? std::string() : k.get<std::string>();
+}
+
+std::map<std::string, Pair> rlimits_of(const SandboxRun& r) {
+  std::map<std::string, Pair> out;
+  for (const auto& e : r.result.at("limits").at("rlimits")) out[e.at("name")] = {e.at("soft"), e.at("hard")};
+  return out;
+}
+
+std::string read_or_empty(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The cgroup2 mount point, from mountinfo (parsed here, not by the code under test).
+std::string cgroup2_mount_point() {
+  std::istringstream in(read_or_empty("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" - cgroup2 ") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string f[5];
+    for (auto& x : f) fields >> x;
+    return f[4];
+  }
+  return {};
+}
+
+bool names_both(const std::string& words) {
+  std::istringstream in(words);
+  bool memory = false, pids = false;
+  for (std::string w; in >> w;) {
+    memory = memory || w == "memory";
+    pids = pids || w == "pids";
+  }
+  return memory && pids;
+}
+
+// A machine like this project's: memory and pids missing from the cgroup2
+// mount's controllers and each held by a cgroup v1 hierarchy of
+// /proc/self/cgroup. nullopt when the machine is not like that (with why).
+std::optional<std::string> v1_machine_cgroup2_point(std::string* why) {
+  std::string point = cgroup2_mount_point();
+  if (point.empty()) {
+    *why = "no cgroup2 mount here: the reason is \"no cgroup2 mount\", not the v1 one";
+    return std::nullopt;
+  }
+  if (names_both(read_or_empty(point + "/cgroup.controllers"))) {
+    *why = "the cgroup2 mount at " + point + " has memory and pids: they are delegated here";
+    return std::nullopt;
+  }
+  std::istringstream in(read_or_empty("/proc/self/cgroup"));
+  bool v1_memory = false, v1_pids = false;
+  for (std::string line; std::getline(in, line);) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos || line.substr(0, a) == "0") continue;
+    std::string controllers = line.substr(a + 1, b - a - 1);
+    std::replace(controllers.begin(), controllers.end(), ',', ' ');
+    std::istringstream words(controllers);
+    for (std::string w; words >> w;) {
+      v1_memory = v1_memory || w == "memory";
+      v1_pids = v1_pids || w == "pids";
+    }
+  }
+  if (!v1_memory || !v1_pids) {
+    *why = "memory and pids are not both held by cgroup v1 here (/proc/self/cgroup)";
+    return std::nullopt;
+  }
+  return point;
+}
+
+// The cgroup row every call reports: unsupported on a v1 machine, ok in the
+// test VM (which delegates memory and pids), one of the two elsewhere.
+void expect_cgroup_state(const SandboxRun& r) {
+  ASSERT_TRUE(r.result.is_object()) << r.out.err;
+  std::string state = r.result["limits"]["cgroup"];
+  std::string why;
+  if (v1_machine_cgroup2_point(&why)) {
+    EXPECT_EQ(state, "unsupported");
+  } else if (std::getenv("CHOCK_VM_CGROUP_PARENT") != nullptr) {
+    EXPECT_EQ(state, "ok") << r.result["limits"].dump();
+  } else {
+    EXPECT_TRUE(state == "ok" || state == "unsupported") << state;
+  }
+  if (state == "unsupported") {
+    EXPECT_FALSE(r.result["limits"]["cgroup_reason"].get<std::string>().empty());
+  }
+}
+
+bool cgroup_ok(const SandboxRun& r) {
+  return r.result["limits"]["cgroup"] == "ok";
+}
+
+TEST(ChockSandboxLimits, DefaultFloorLeavesAnOrdinaryProgramAlone) {
+  SandboxRun r = chock_sandbox({}, {program("limit-bomb"), "ok"});
+  EXPECT_EQ(r.out.status, 0) << r.out.err;
+  EXPECT_EQ(r.out.out, "ok\n");
+  EXPECT_EQ(r.out.err, "");  // no line of chock's own
+  expect_cgroup_state(r);
+  EXPECT_TRUE(r.result["limits"]["killed_by"].is_null());
+  auto rl = rlimits_of(r);
+  EXPECT_EQ(rl["core"], Pair(0, 0));
+  EXPECT_EQ(rl["nofile"], Pair(1024, 1024));
+  EXPECT_EQ(rl["data"], Pair(16ULL << 30, 16ULL << 30));
+  EXPECT_EQ(rl["fsize"], Pair(1ULL << 30, 1ULL << 30));
+  EXPECT_EQ(rl["cpu"], Pair(3600, 3630));
+}
+
+TEST(ChockSandboxLimits, FdBombIsStoppedAtNofileAndNamed) {
+  SandboxRun r = chock_sandbox({"--nofile", "64"}, {program("limit-bomb"), "fd"});
+  EXPECT_EQ(r.out.status, 1) << r.out.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out.err, m, std::regex("open refused after ([0-9]+) files: EMFILE")))
+      << r.out.err;
+  EXPECT_LE(std::stoi(m[1]), 61);  // 64 with stdin, stdout and stderr
+  EXPECT_GE(std::stoi(m[1]), 50);
+  EXPECT_TRUE(has_line(r.out.err, "chock: the program was stopped by the limit on open files, which is 64"))
+      << r.out.err;
+  expect_cgroup_state(r);
+  EXPECT_EQ(killed_by(r), "open_files");
+  EXPECT_EQ(r.result["limits"]["killed_by_limit"], 64);
+  EXPECT_EQ(rlimits_of(r)["nofile"], Pair(64, 64));
+}
+
+TEST(ChockSandboxLimits, ForkBombIsBoundedAtPidsAndNamed) {
+  SandboxRun r = chock_sandbox({"--pids", "16"}, {program("limit-bomb"), "fork"});
+  EXPECT_EQ(r.out.status, 1) << r.out.err;
+  // 16 and Chock's own 2: the middle, the keeper, the program and 15 children.
+  EXPECT_NE(r.out.err.find("fork refused after 15 children: EAGAIN"), std::string::npos) << r.out.err;
+  EXPECT_TRUE(has_line(r.out.err, "chock: the program was stopped by the limit on processes, which is 16"))
+      << r.out.err;
+  expect_cgroup_state(r);
+  EXPECT_EQ(killed_by(r), "processes");
+  EXPECT_EQ(r.result["limits"]["killed_by_limit"], 16);
+  if (cgroup_ok(r)) {
+    // pids.max refuses first (RLIMIT_NPROC is one above it) and pids.events says so.
+    EXPECT_EQ(r.result["limits"]["pids_max"], 18);
+    EXPECT_GE(r.result["limits"]["events"]["pids_max"].get<int>(), 1);
+  } else {
+    EXPECT_EQ(rlimits_of(r)["nproc"], Pair(18, 18));
+  }
+}
+
+TEST(ChockSandboxLimits, WritingPastFsizeGetsSigxfszAndIsNamed) {
+  TempDir dir("chock-sandbox-fsize");
+  std::string w = open_dir(dir);
+  SandboxRun r = chock_sandbox({"--rw", w, "--fsize", "1MiB"}, {program("limit-bomb"), "write", w + "/big"});
+  EXPECT_EQ(r.out.status, 128 + SIGXFSZ) << r.out.err;
+  EXPECT_TRUE(has_line(r.out.err, "chock: the program was stopped by the limit on file size, which is 1 MiB"))
+      << r.out.err;
+  expect_cgroup_state(r);
+  EXPECT_EQ(r.result["signal_name"], "SIGXFSZ");
+  EXPECT_EQ(killed_by(r), "file_size");
+  EXPECT_EQ(r.result["limits"]["killed_by_limit"], 1 << 20);
+  EXPECT_TRUE(r.result["limits"]["core_dump_suppressed"].get<bool>());
+  struct stat st {};
+  ASSERT_EQ(::stat((w + "/big").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 1 << 20);
+}
+
+TEST(ChockSandboxLimits, CpuSpinGetsSigxcpuAndIsNamed) {
+  SandboxRun r = chock_sandbox({"--cpu", "1"}, {program("limit-bomb"), "spin"});
+  EXPECT_EQ(r.out.status, 128 + SIGXCPU) << r.out.err;
+  EXPECT_TRUE(has_line(r.out.err, "chock: the program was stopped by the limit on CPU time, which is 1 s"))
+      << r.out.err;
+  expect_cgroup_state(r);
+  EXPECT_EQ(r.result["signal_name"], "SIGXCPU");
+  EXPECT_EQ(killed_by(r), "cpu_time");
+  EXPECT_EQ(r.result["limits"]["killed_by_limit"], 1);
+  EXPECT_EQ(rlimits_of(r)["cpu"], Pair(1, 31));
+}
+
+// The neighbour: the same signal, raised by the program itself, is not a limit.
+TEST(ChockSandboxLimits, SigxcpuRaisedByTheProgramIsNotNamed) {
+  SandboxRun r = chock_sandbox({"--cpu", "1"}, {program("limit-bomb"), "raise", std::to_string(SIGXCPU)});
+  EXPECT_EQ(r.out.status, 128 + SIGXCPU) << r.out.err;
+  EXPECT_EQ(killed_by(r), "");
+  EXPECT_EQ(r.out.err.find("stopped by the limit"), std::string::npos) << r.out.err;
+  EXPECT_NE(r.out.err.find("chock: the program was killed by SIGXCPU"), std::string::npos) << r.out.err;
+}
+
+TEST(ChockSandboxLimits, MemoryHogUnderMemoryIsStoppedAndNamed) {
+  SandboxRun r = chock_sandbox({"--memory", "256MiB"}, {program("limit-bomb"), "mem", "16"});
+  EXPECT_TRUE(has_line(r.out.err, "chock: the program was stopped by the limit on memory, which is 256 MiB"))
+      << r.out.err;
+  expect_cgroup_state(r);
+  EXPECT_EQ(killed_by(r), "memory");
+  EXPECT_EQ(r.result["limits"]["killed_by_limit"], 256ULL << 20);
+  EXPECT_EQ(rlimits_of(r)["data"], Pair(256ULL << 20, 256ULL << 20));
+  if (cgroup_ok(r)) {
+    // RLIMIT_DATA or memory.max, whichever the hog meets first.
+    EXPECT_TRUE(r.out.status == 1 || r.out.status == 128 + SIGKILL) << r.out.status;
+    EXPECT_EQ(r.result["limits"]["memory_max"], 256ULL << 20);
+  } else {
+    EXPECT_EQ(r.out.status, 1) << r.out.err;
+    EXPECT_NE(r.out.err.find("ENOMEM"), std::string::npos) << r.out.err;
+  }
+}
+
+// Issue 4: on a machine whose memory and pids are held by cgroup v1, the
+// cgroup row says exactly that, and the call still runs under the floor.
+TEST(ChockSandboxLimits, CgroupV1MachineReadsUnsupportedWithThatReason) {
+  std::string why;
+  auto point = v1_machine_cgroup2_point(&why);
+  if (!point) GTEST_SKIP() << why;
+  SandboxRun r = chock_sandbox({}, {program("limit-bomb"), "ok"});
+  EXPECT_EQ(r.out.status, 0) << r.out.err;
+  ASSERT_TRUE(r.result.is_object()) << r.out.err;
+  EXPECT_EQ(r.result["limits"]["cgroup"], "unsupported");
+  EXPECT_EQ(r.result["limits"]["cgroup_reason"],
+            "no delegated ancestor: the cgroup2 hierarchy at " + *point +
+                " has no memory and pids controllers (held by cgroup v1)");
+  EXPECT_TRUE(r.result["limits"]["memory_max"].is_null());
+  // The floor still holds the call.
+  EXPECT_EQ(rlimits_of(r)["nofile"], Pair(1024, 1024));
+  EXPECT_EQ(rlimits_of(r)["core"], Pair(0, 0));
+}
+
+// A refusal before anything starts: one line, 125, the marker never written.
+void expect_refused(const std::vector<std::string>& flags, const std::string& line) {
+  TempDir dir("chock-sandbox-refused");
+  std::string w = open_dir(dir);
+  std::vector<std::string> all{"--rw", w};
+  all.insert(all.end(), flags.begin(), flags.end());
+  SandboxRun r = chock_sandbox(all, {"/bin/sh", "-c", "touch " + w + "/ran"});
+  EXPECT_EQ(r.out.status, 125) << r.out.err;
+  EXPECT_EQ(r.out.err, line + "\n");
+  EXPECT_FALSE(chock::test::exists(w + "/ran")) << "the program ran: " << line;
+  ASSERT_TRUE(r.result.is_object());
+  EXPECT_EQ(r.result["setup_failure"]["step"], "prepare");
+  EXPECT_TRUE(r.result["exit_code"].is_null());
+}
+
+TEST(ChockSandboxLimits, SuppliedCgroupThatIsNotADirectoryIsRefused) {
+  TempDir dir("chock-sandbox-cgroup");
+  chock::test::write_file(dir / "file", "x");
+  expect_refused({"--cgroup", dir / "file"},
+                 "chock: --cgroup: " + (dir / "file") + ": ENOTDIR (Not a directory)");
+  expect_refused({"--cgroup", dir / "absent"},
+                 "chock: --cgroup: " + (dir / "absent") + ": ENOENT (No such file or directory)");
+}
+
+TEST(ChockSandboxLimits, SuppliedCgroupThatIsNotCgroup2IsRefused) {
+  TempDir dir("chock-sandbox-cgroup");
+  for (const std::string& d : {dir.path(), std::string("/tmp")}) {
+    SCOPED_TRACE(d);
+    TempDir w("chock-sandbox-refused");
+    SandboxRun r =
+        chock_sandbox({"--rw", open_dir(w), "--cgroup", d}, {"/bin/sh", "-c", "touch " + w / "w/ran"});
+    EXPECT_EQ(r.out.status, 125);
+    EXPECT_TRUE(std::regex_match(
+        r.out.err,
+        std::regex("chock: supplied cgroup is not on a cgroup v2 file system: descriptor [0-9]+\n")))
+        << r.out.err;
+    EXPECT_FALSE(chock::test::exists(w / "w/ran"));
+  }
+}
+
+TEST(ChockSandboxLimits, ValuesChockCannotHonourAreOneLineAnd125) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--memory", "5MB"}, "chock: --memory 5MB: say KiB, MiB, GiB or TiB (powers of 1024)"},
+      {{"--nofile", "0"},
+       "chock: limit --nofile 0 cannot be honoured: the least Chock can run a program under is 1"},
+      {{"--pids", "0"}, "chock: limit --pids 0 cannot be honoured: the program itself is a process"},
+      {{"--cpu", "0"}, "chock: limit --cpu 0 cannot be honoured: the kernel treats 0 seconds as 1"},
+      {{"--fsize", "1x"}, "chock: --fsize 1x: unknown unit; sizes look like 4096, 512MiB or 2GiB"},
+  };
+  for (const auto& [flags, line] : cases) {
+    SCOPED_TRACE(line);
+    expect_refused(flags, line);
+  }
+}
+
+}  // namespace
