@@ -104,6 +104,35 @@ TEST(Policy, ABundleDenyHoldsAProjectAllow) {
       << explain.out;
 }
 
+TEST(Policy, ChockPolicyPrintsEveryRuleWithItsLayerAndTheFoldedAnswers) {
+  Fixture f;
+  init_with(f,
+            ".{ .policy = .{ .rules = .{\n"
+            "    .{ .action = \"net.connect.com.github.*\", .decision = .allow },\n"
+            "    .{ .action = \"workspace.apply\", .decision = .deny },\n"
+            "} } }\n");
+  Output o = f.chock({"policy", "--policy-rule", "sandbox.jit=deny"});
+  ASSERT_EQ(o.status, 0) << describe(o);
+  std::string zon = f.file("chock.zon");
+  EXPECT_NE(o.out.find("project       net.connect.com.github.*                 allow  " + zon + ":2:5"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("command line  sandbox.jit"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("workspace.apply                          deny (project, " + zon + ":3:5)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("sandbox.jit                              deny (command line"), std::string::npos)
+      << o.out;
+  Output explain = f.chock({"policy", "explain", "net.connect.com.github.443"});
+  EXPECT_NE(explain.out.find("net.connect.com.github.443: allow (project, " + zon + ":2:5)"),
+            std::string::npos)
+      << explain.out;
+  EXPECT_NE(explain.out.find("net.connect.com.github.* at " + zon + ":2:5"), std::string::npos)
+      << explain.out;
+  Output bare = f.chock({"policy", "explain", "*"});
+  EXPECT_EQ(bare.status, 2) << describe(bare);
+}
+
 TEST(Policy, ACommandLineRuleOnlyNarrows) {
   Fixture f;
   init_with(f, kJitAllow, true);
