@@ -31,12 +31,13 @@ std::uint64_t share_of(std::uint64_t whole, std::uint64_t percent) {
 std::string bytes_text(std::uint64_t bytes) {
   struct Unit {
     const char* name;
-    int shift;
+    std::uint64_t size;
   };
-  for (Unit u : {Unit{"TiB", 40}, Unit{"GiB", 30}, Unit{"MiB", 20}, Unit{"KiB", 10}}) {
-    const std::uint64_t size = 1ULL << u.shift;
+  for (Unit u :
+       {Unit{"TiB", 1ULL << 40}, Unit{"GiB", 1ULL << 30}, Unit{"MiB", 1ULL << 20}, Unit{"KiB", 1ULL << 10}}) {
+    const std::uint64_t size = u.size;
     if (bytes < size) continue;
-    if (bytes % size == 0) return std::to_string(bytes >> u.shift) + " " + u.name;
+    if (bytes % size == 0) return std::to_string(bytes / size) + " " + u.name;
     char text[64];
     std::snprintf(text, sizeof text, "%.1f %s", static_cast<double>(bytes) / static_cast<double>(size),
                   u.name);
@@ -66,7 +67,7 @@ class Resolver {
   // "8 GiB", "50% (8 GiB)", "256", "50% (1024)".
   std::string text(const LimitValue& v) const {
     const std::uint64_t n = number(v);
-    const std::string shown = layered_.is_bytes ? bytes_text(n) : std::to_string(n);
+    std::string shown = layered_.is_bytes ? bytes_text(n) : std::to_string(n);
     if (v.kind == LimitValue::Kind::absolute) return shown;
     return std::to_string(v.value) + "% (" + shown + ")";
   }

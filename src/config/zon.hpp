@@ -21,7 +21,7 @@ namespace chock::zon {
 
 // Larger inputs are refused: a configuration file has no reason to be big,
 // and the cap bounds what a hostile file can make the reader do.
-inline constexpr std::size_t kMaxInputBytes = 64 * 1024;
+inline constexpr std::size_t kMaxInputBytes = std::size_t{64} * 1024;
 // `.{` nested deeper than this is refused, which bounds the reader's recursion.
 inline constexpr int kMaxDepth = 64;
 
