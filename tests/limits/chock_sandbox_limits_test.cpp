@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process.hpp"
+#include "result_run.hpp"
 
 namespace {
 
@@ -26,26 +27,10 @@ using chock::test::Output;
 using chock::test::program;
 using chock::test::TempDir;
 
+using chock::test::limits::chock_sandbox;
+using SandboxRun = chock::test::limits::ResultRun;
+
 using Pair = std::pair<std::uint64_t, std::uint64_t>;  // soft, hard
-
-struct SandboxRun {
-  Output out;
-  nlohmann::json result;
-};
-
-// `chock sandbox --ro STAGE --result FILE FLAGS -- COMMAND`.
-SandboxRun chock_sandbox(const std::vector<std::string>& flags, const std::vector<std::string>& command) {
-  TempDir dir("chock-sandbox-limits");
-  std::string file = dir / "result.json";
-  std::vector<std::string> args{"sandbox", "--ro", chock::test::stage_dir(), "--result", file};
-  args.insert(args.end(), flags.begin(), flags.end());
-  args.emplace_back("--");
-  args.insert(args.end(), command.begin(), command.end());
-  SandboxRun r;
-  r.out = chock::test::chock(args);
-  if (chock::test::exists(file)) r.result = nlohmann::json::parse(chock::test::read_file(file));
-  return r;
-}
 
 // A directory the program (nobody, for a root caller) may write into.
 std::string open_dir(const TempDir& dir) {

@@ -16,40 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "process.hpp"
+#include "result_run.hpp"
 
 namespace {
 
 using chock::test::program;
 using chock::test::TempDir;
-
-struct SandboxRun {
-  chock::test::Output out;
-  nlohmann::json result;
-};
-
-SandboxRun chock_sandbox(const std::vector<std::string>& flags, const std::vector<std::string>& command) {
-  TempDir dir("chock-vm-sandbox");
-  std::string file = dir / "result.json";
-  std::vector<std::string> argv{chock::test::chock_binary(), "sandbox",  "--ro",
-                                chock::test::stage_dir(),    "--result", file};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.emplace_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  SandboxRun r;
-  r.out = chock::test::run_process(argv);
-  if (chock::test::exists(file)) r.result = nlohmann::json::parse(chock::test::read_file(file));
-  return r;
-}
-
-std::vector<std::string> chock_children(const std::string& parent) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(parent.c_str())) {
-    while (dirent* e = ::readdir(d))
-      if (std::string(e->d_name).rfind("chock-", 0) == 0) out.emplace_back(e->d_name);
-    ::closedir(d);
-  }
-  return out;
-}
+using chock::test::limits::chock_children;
+using chock::test::limits::chock_sandbox;
+using SandboxRun = chock::test::limits::ResultRun;
 
 class ChockSandboxVm : public ::testing::Test {
  protected:

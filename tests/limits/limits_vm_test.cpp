@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process.hpp"
+#include "result_run.hpp"
 
 namespace {
 
@@ -28,32 +29,12 @@ std::string env(const char* name) {
   return v != nullptr ? v : "";
 }
 
-struct VmRun {
-  chock::test::Output out;
-  nlohmann::json result;
-};
+using VmRun = chock::test::limits::ResultRun;
+using chock::test::limits::chock_children;
 
+// `limits-run --result FILE FLAGS -- COMMAND`.
 VmRun limits_run(const std::vector<std::string>& flags, const std::vector<std::string>& command) {
-  TempDir dir("chock-vm");
-  std::string file = dir / "result.json";
-  std::vector<std::string> argv{program("limits-run"), "--result", file};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.emplace_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  VmRun r;
-  r.out = chock::test::run_process(argv);
-  if (chock::test::exists(file)) r.result = nlohmann::json::parse(chock::test::read_file(file));
-  return r;
-}
-
-std::vector<std::string> chock_children(const std::string& parent) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(parent.c_str())) {
-    while (dirent* e = ::readdir(d))
-      if (std::string(e->d_name).rfind("chock-", 0) == 0) out.emplace_back(e->d_name);
-    ::closedir(d);
-  }
-  return out;
+  return chock::test::limits::run_with_result({program("limits-run")}, flags, command);
 }
 
 class CgroupVm : public ::testing::Test {
