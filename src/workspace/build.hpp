@@ -20,6 +20,8 @@ struct Project {
 // Looks for a .git upwards from `dir`. Refuses a repository the caller does
 // not own: host-side git would run its configuration.
 Expected<Project> find_project(const std::string& dir);
+// The same without asking git for HEAD (`head` stays empty): no git process.
+Expected<Project> locate_project(const std::string& dir);
 
 using Notes = std::vector<std::string>;
 

@@ -82,7 +82,7 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
 }  // namespace
 
 Expected<std::string> project_root(const std::string& dir) {
-  auto project = build::find_project(dir.empty() ? current_dir() : dir);
+  auto project = build::locate_project(dir.empty() ? current_dir() : dir);
   if (!project) return std::move(project).error();
   return project->root;
 }

@@ -90,7 +90,7 @@ gid_t group_of(uid_t uid) {
   return pw != nullptr ? pw->pw_gid : static_cast<gid_t>(uid);
 }
 
-Expected<Project> find_project(const std::string& dir) {
+Expected<Project> locate_project(const std::string& dir) {
   Project p;
   std::string start = real_path(dir);
   if (start.empty()) return Error{"project directory", dir, errno == 0 ? ENOENT : errno, Errc::bad_config};
@@ -131,6 +131,13 @@ Expected<Project> find_project(const std::string& dir) {
   }
   if (p.common_dir.empty()) return Error{"find the repository's common dir", p.git_dir, ENOENT};
   if (auto r = check_owner(p.common_dir); !r) return std::move(r).error();
+  return p;
+}
+
+Expected<Project> find_project(const std::string& dir) {
+  auto found = locate_project(dir);
+  if (!found || !found->git) return found;
+  Project p = std::move(*found);
   auto head = git::run({"rev-parse", "-q", "--verify", "HEAD^{commit}"}, git::repo_env(p.git_dir));
   if (!head) return std::move(head).error();
   if (head->ok()) p.head = git::chomp(head->out);
