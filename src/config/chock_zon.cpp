@@ -280,6 +280,18 @@ Expected<std::optional<std::string>> read_text(const std::string& path, const ch
   return std::optional<std::string>(std::move(text));
 }
 
+// Reads `key` of the file's top-level struct with `read` into `out`, when
+// the file has that key.
+template <class T, class Read>
+Expected<void> take(const zon::Value& tree, const char* key, T& out, Read read) {
+  const zon::Field* f = tree.find(key);
+  if (f == nullptr) return {};
+  auto value = read(f->value);
+  if (!value) return value.error();
+  out = std::move(*value);
+  return {};
+}
+
 }  // namespace
 
 Expected<ProjectFile> parse_project(std::string_view text, const std::string& display_path,
@@ -293,26 +305,16 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
   ProjectFile out;
   out.path = display_path;
   out.bytes = std::string(text);
-  if (const zon::Field* f = tree->find("policy")) {
-    auto rules = schema.rules(f->value);
-    if (!rules) return rules.error();
-    out.rules = std::move(*rules);
-  }
-  if (const zon::Field* f = tree->find("deny_read")) {
-    auto entries = schema.deny_read(f->value, project_dir.empty() ? std::string(".") : project_dir);
-    if (!entries) return entries.error();
-    out.deny_read = std::move(*entries);
-  }
-  if (const zon::Field* f = tree->find("limits")) {
-    auto limits = schema.limits(f->value);
-    if (!limits) return limits.error();
-    out.limits = std::move(*limits);
-  }
-  if (const zon::Field* f = tree->find("network")) {
-    auto network = schema.network(f->value);
-    if (!network) return network.error();
-    out.network = *network;
-  }
+  const std::string dir = project_dir.empty() ? std::string(".") : project_dir;
+  Expected<void> taken =
+      take(*tree, "policy", out.rules, [&](const zon::Value& v) { return schema.rules(v); });
+  if (taken)
+    taken = take(*tree, "deny_read", out.deny_read,
+                 [&](const zon::Value& v) { return schema.deny_read(v, dir); });
+  if (taken) taken = take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
+  if (taken)
+    taken = take(*tree, "network", out.network, [&](const zon::Value& v) { return schema.network(v); });
+  if (!taken) return taken.error();
   return out;
 }
 
@@ -332,11 +334,9 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (auto ok = schema.only_keys(*tree, {"limits"}, "the operator's config.zon"); !ok) return ok.error();
   OperatorFile out;
   out.path = display_path;
-  if (const zon::Field* f = tree->find("limits")) {
-    auto limits = schema.limits(f->value);
-    if (!limits) return limits.error();
-    out.limits = std::move(*limits);
-  }
+  if (auto taken = take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
+      !taken)
+    return taken.error();
   return out;
 }
 
@@ -367,21 +367,13 @@ Expected<BundleFile> parse_bundle(std::string_view text, const std::string& disp
     return ok.error();
   BundleFile out;
   out.path = display_path;
-  if (const zon::Field* f = tree->find("policy")) {
-    auto rules = schema.rules(f->value);
-    if (!rules) return rules.error();
-    out.rules = std::move(*rules);
-  }
-  if (const zon::Field* f = tree->find("deny_read")) {
-    auto entries = schema.deny_read(f->value, {});
-    if (!entries) return entries.error();
-    out.deny_read = std::move(*entries);
-  }
-  if (const zon::Field* f = tree->find("limits")) {
-    auto limits = schema.limits(f->value);
-    if (!limits) return limits.error();
-    out.limits = std::move(*limits);
-  }
+  Expected<void> taken =
+      take(*tree, "policy", out.rules, [&](const zon::Value& v) { return schema.rules(v); });
+  if (taken)
+    taken =
+        take(*tree, "deny_read", out.deny_read, [&](const zon::Value& v) { return schema.deny_read(v, {}); });
+  if (taken) taken = take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
+  if (!taken) return taken.error();
   return out;
 }
 
