@@ -319,6 +319,22 @@ TEST(ExitStatus, UnknownFlagIsOneLineAnd125) {
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
 }
 
+// main() builds only the subcommand argv[1] names (start-up time); without
+// one, every subcommand must still be there for the usage page and errors.
+TEST(CommandLine, HelpListsEverySubcommandAndEachOneParsesItsOwnFlags) {
+  Output help = test::chock({"--help"});
+  EXPECT_EQ(help.status, 0) << help.err;
+  for (const char* sub : {"sandbox", "run", "apply", "workspace", "policy", "sessions", "doctor"}) {
+    EXPECT_NE(help.out.find(std::string("\n  ") + sub + " "), std::string::npos) << sub << "\n" << help.out;
+    Output own = test::chock({sub, "--help"});
+    EXPECT_EQ(own.status, 0) << sub << ": " << own.err;
+    EXPECT_NE(own.out.find(std::string("chock ") + sub), std::string::npos) << sub << "\n" << own.out;
+  }
+  Output typo = test::chock({"sandbx", "--", "true"});
+  EXPECT_NE(typo.status, 0);
+  EXPECT_EQ(std::count(typo.err.begin(), typo.err.end(), '\n'), 1) << typo.err;
+}
+
 TEST(ResultFile, CarriesExitSignalDurationAndSetupStep) {
   test::TempDir dir;
   std::string file = dir / "result.json";
