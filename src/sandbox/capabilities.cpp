@@ -20,8 +20,9 @@ bool fail(StepFailure* failure, Step step) noexcept {
 
 }  // namespace
 
-bool drop_capabilities(StepFailure* failure) noexcept {
-  // Securebits first: setting them needs CAP_SETPCAP, which goes below.
+bool restrict_inherited_capabilities(StepFailure* failure) noexcept {
+  // Securebits first: setting them needs CAP_SETPCAP, which the bounding set
+  // loses below (the effective set keeps it until clear_capabilities).
   constexpr unsigned long kBits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
                                   SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
@@ -35,14 +36,14 @@ bool drop_capabilities(StepFailure* failure) noexcept {
     }
   }
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return fail(failure, Step::capabilities);
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capset, &header, data) != 0) return fail(failure, Step::capabilities);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(failure, Step::no_new_privs);
   return true;
 }
 
-bool set_no_new_privs(StepFailure* failure) noexcept {
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(failure, Step::no_new_privs);
+bool clear_capabilities(StepFailure* failure) noexcept {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, data) != 0) return fail(failure, Step::capabilities);
   return true;
 }
 

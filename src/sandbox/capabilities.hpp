@@ -1,5 +1,8 @@
-// Giving up every capability for good: what the keeper and the program do
-// once they no longer need to build namespaces and mounts.
+// Giving up every capability for good. What a fork inherits (securebits, the
+// bounding and ambient sets, no_new_privs) is given up once, by the middle
+// right after it enters the namespaces; each process then clears its own
+// permitted and effective sets when it no longer needs to build namespaces
+// and mounts.
 #pragma once
 
 #include "sandbox/steps.hpp"
@@ -7,11 +10,13 @@
 namespace chock::sandbox {
 
 // Locks the securebits (no root semantics, no ambient raise), empties the
-// bounding set, clears ambient capabilities, and zeroes the permitted,
-// effective and inheritable sets. Async-signal-safe.
-bool drop_capabilities(StepFailure* failure) noexcept;
+// bounding set, clears the ambient set and sets PR_SET_NO_NEW_PRIVS. The
+// permitted and effective sets are untouched, so the caller can still mount;
+// every process it forks afterwards inherits all four. Async-signal-safe.
+bool restrict_inherited_capabilities(StepFailure* failure) noexcept;
 
-// PR_SET_NO_NEW_PRIVS. Async-signal-safe.
-bool set_no_new_privs(StepFailure* failure) noexcept;
+// Zeroes the permitted, effective and inheritable sets of this process.
+// Async-signal-safe.
+bool clear_capabilities(StepFailure* failure) noexcept;
 
 }  // namespace chock::sandbox

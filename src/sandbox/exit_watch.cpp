@@ -135,16 +135,18 @@ void on_exit_stop(Watch& w, pid_t pid) noexcept {
   if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &status) != 0) return;
   int st = static_cast<int>(status);
   bool failed = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0);
-  if (!failed || w.proc_fd < 0) return;
-  std::uint32_t fds = count_fds(w.proc_fd, pid);
+  if (!failed) return;
+  const int proc = proc_dir(w);
+  if (proc < 0) return;
+  std::uint32_t fds = count_fds(proc, pid);
   if (fds > w.evidence.exit_fds_max) w.evidence.exit_fds_max = fds;
-  std::uint64_t data = vm_data(w.proc_fd, pid);
+  std::uint64_t data = vm_data(proc, pid);
   if (data > w.evidence.exit_data_max) w.evidence.exit_data_max = data;
 }
 
 void on_signal_stop(Watch& w, pid_t pid, int sig) noexcept {
   if (sig == SIGXFSZ && syscall_failed_efbig(pid)) ++w.evidence.xfsz_efbig;
-  if (sig == SIGXCPU && w.proc_fd >= 0 && w.cpu_soft_ticks > 0) {
+  if (sig == SIGXCPU && w.cpu_soft_ticks > 0 && proc_dir(w) >= 0) {
     // The kernel sends RLIMIT_CPU's SIGXCPU as itself (SI_KERNEL); kill(2)
     // and tgkill(2) say SI_USER and SI_TKILL. It checks tick-sampled time,
     // which on a loaded or virtual machine runs well ahead of the exact
@@ -160,6 +162,21 @@ void on_signal_stop(Watch& w, pid_t pid, int sig) noexcept {
 }
 
 }  // namespace
+
+int proc_dir(Watch& w) noexcept {
+  if (w.proc_fd >= 0 || !w.find_proc) return w.proc_fd;
+  int fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char self[16];
+  ssize_t n = ::readlinkat(fd, "self", self, sizeof self);
+  if (n != 1 || self[0] != '1') {
+    ::close(fd);  // still the host's /proc: the program has not pivoted yet
+    return -1;
+  }
+  w.proc_fd = fd;
+  w.evidence.proc = 1;
+  return fd;
+}
 
 unsigned long seize_options() noexcept {
   return PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
@@ -181,7 +198,7 @@ int open_private_proc() noexcept {
 int seize(Watch& w, pid_t pid) noexcept {
   if (::ptrace(PTRACE_SEIZE, pid, nullptr, seize_options()) != 0) return errno;
   w.evidence.traced = 1;
-  w.evidence.proc = w.proc_fd >= 0 ? 1 : 0;
+  if (w.proc_fd >= 0) w.evidence.proc = 1;
   w.tasks_live = 1;
   w.evidence.tasks_peak = 1;
   return 0;

@@ -29,6 +29,7 @@ struct Evidence {
 // Keeper state: fixed size, built before the fork.
 struct Watch {
   int proc_fd = -1;                  // a procfs of the sandbox pid namespace, or -1
+  bool find_proc = false;            // proc_fd < 0: open the sandbox's own /proc when first needed
   std::uint64_t cpu_soft_ticks = 0;  // RLIMIT_CPU soft, in clock ticks (sysconf before the fork)
   std::uint32_t tasks_live = 0;
   Evidence evidence;
@@ -37,6 +38,12 @@ struct Watch {
 // Options for PTRACE_SEIZE: follow every fork, vfork and thread, stop each
 // task at exit, and kill the tracees if the keeper dies.
 unsigned long seize_options() noexcept;
+
+// The keeper's /proc, when it is a procfs of the keeper's own pid namespace
+// (it reads /proc/self as 1): the program's pivot_root moved the keeper's
+// root to the sandbox's, whose /proc is the sandbox's pid namespace. Opened
+// once, when evidence first needs it; -1 until the program has pivoted.
+int proc_dir(Watch& watch) noexcept;
 
 // A detached procfs of the caller's pid namespace (fsopen + fsmount, so it is
 // attached nowhere in the mount tree), or -1 with errno.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 extern char** environ;
 
@@ -82,6 +84,25 @@ Expected<void> prepare_command(const Config& config, Launch& l) {
   return {};
 }
 
+// The signals this process ignores (SigIgn in /proc/self/status): execve
+// keeps an ignored signal ignored, so the program resets exactly these.
+// Every signal when the file cannot be read.
+std::uint64_t ignored_signals() {
+  std::uint64_t mask = ~0ULL;
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return mask;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return mask;
+  buf[n] = '\0';
+  const char* line = std::strstr(buf, "\nSigIgn:\t");
+  if (line == nullptr) return mask;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(line + 9, &end, 16);
+  return end != line + 9 ? v : mask;
+}
+
 }  // namespace
 
 Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, Launch& l,
@@ -103,6 +124,7 @@ Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, L
   if (!filter) return std::move(filter).error();
   l.filter = std::move(*filter);
   l.rlimits = limits.plan;
+  l.ignored_signals = ignored_signals();
   l.watch = limits.watch();
   l.dev_null.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!l.dev_null) return sys_error("open", "/dev/null");

@@ -30,6 +30,7 @@ struct Launch {
   std::vector<char*> envp;
   std::string cwd;
   bool pass_stdin = false;
+  std::uint64_t ignored_signals = ~0ULL;  // bit N-1: signal N is SIG_IGN in the caller
   landlock::Prepared landlock;
   seccomp::Program filter;
   rlimits::Plan rlimits;

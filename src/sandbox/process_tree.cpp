@@ -42,15 +42,26 @@ bool close_all_but(const std::vector<int>& keep) noexcept {
   return sys::close_range(next, ~0U, 0) == 0;
 }
 
-void reset_signals() noexcept {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+// execve resets every caught signal by itself; an ignored one and the mask
+// would reach the program, so those are reset here. The raw system call,
+// because glibc's sigaction refuses its own two real-time signals, which
+// posix_spawn leaves ignored in a child and which would reach the program too.
+void reset_signals(std::uint64_t ignored) noexcept {
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+#ifdef SA_RESTORER
+    void (*restorer)();
+#endif
+    std::uint64_t mask;
+  } dfl{};
+  dfl.handler = SIG_DFL;
+  for (int sig = 1; sig <= 64; ++sig) {
+    if ((ignored & (1ULL << (sig - 1))) != 0 && sig != SIGKILL && sig != SIGSTOP)
+      syscall(SYS_rt_sigaction, sig, &dfl, nullptr, sizeof dfl.mask);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  std::uint64_t none = 0;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof none);
 }
 
 [[noreturn]] void exec_program(Launch& l) noexcept {
@@ -77,14 +88,12 @@ void reset_signals() noexcept {
   const int channel = l.channel.get();
   StepFailure f;
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (l.watch.proc_fd >= 0) close(l.watch.proc_fd);  // the keeper's, not ours
   if (setsid() < 0) fail_step(channel, {Step::setsid, errno, -1});
   if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
   if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
   l.dev_null.reset();
   if (chdir(l.cwd.c_str()) != 0) fail_step(channel, {Step::chdir, errno, -1});
-  if (!drop_capabilities(&f)) fail_step(channel, f);
-  if (!set_no_new_privs(&f)) fail_step(channel, f);
+  if (!clear_capabilities(&f)) fail_step(channel, f);
   landlock::Failure lf{"", 0, -1};
   if (!landlock::apply(l.landlock, &lf)) {
     // A rule's index is reported after the mount labels (see prepare_launch).
@@ -93,7 +102,7 @@ void reset_signals() noexcept {
   }
   int error = 0;
   if (!seccomp::join_fresh_session_keyring(&error)) fail_step(channel, {Step::keyring, error, -1});
-  reset_signals();
+  reset_signals(l.ignored_signals);
   if (!seccomp::install(l.filter, &error)) fail_step(channel, {Step::seccomp, error, -1});
   char byte = 0;
   while (read(seized, &byte, 1) < 0 && errno == EINTR) {
@@ -125,10 +134,8 @@ void forward_signal(int sig) {
   if (poll(&p, 1, 0) != 0) _exit(125);
   close(middle_pidfd);
 
-  // A procfs of this pid namespace, made while the host's /proc is still in
-  // the mount namespace (the kernel wants a visible one first).
   exit_watch::Watch& watch = l.watch;
-  watch.proc_fd = exit_watch::open_private_proc();
+  watch.find_proc = true;
   int seized[2];
   if (pipe2(seized, O_CLOEXEC) != 0) fail_step(channel, {Step::clone_program, errno, -1});
   int program_pidfd = -1;
@@ -148,7 +155,7 @@ void forward_signal(int sig) {
   // The program holds what it needs; the keeper keeps only the channel.
   for (int fd : l.setup_fds) close(fd);
   StepFailure f;
-  if (!drop_capabilities(&f) || !set_no_new_privs(&f)) {
+  if (!clear_capabilities(&f)) {
     sys::pidfd_send_signal(program_pidfd, SIGKILL);
     fail_step(channel, f);
   }
@@ -217,6 +224,8 @@ void middle_main(Launch& l) noexcept {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != l.caller_pid) _exit(125);
   if (!enter_namespaces(l.identity, &f)) fail_step(channel, f);
+  // Once, here: the keeper and the program inherit all of it.
+  if (!restrict_inherited_capabilities(&f)) fail_step(channel, f);
 
   int self = sys::pidfd_open(getpid(), 0);
   if (self < 0) fail_step(channel, {Step::clone_keeper, errno, -1});
@@ -232,7 +241,7 @@ void middle_main(Launch& l) noexcept {
   close(keeper_pidfd);
   for (int fd : l.setup_fds) close(fd);
   close(channel);
-  if (!drop_capabilities(&f) || !set_no_new_privs(&f)) _exit(125);
+  if (!clear_capabilities(&f)) _exit(125);
 
   int status = 0;
   while (waitpid(static_cast<pid_t>(pid), &status, __WALL) < 0) {

@@ -249,5 +249,20 @@ TEST(Identity, SecurebitsAreLockedAndNoCapabilityIsLeft) {
     EXPECT_NE(id.out.find(std::string(cap) + ":\t0000000000000000\n"), std::string::npos) << cap << id.out;
 }
 
+// A caller that ignores a signal (SIG_IGN survives execve) or blocks one
+// (chock blocks SIGINT, SIGTERM and SIGHUP while it waits) hands neither to
+// the program: it starts with every signal at its default and none blocked.
+TEST(Identity, SignalsTheCallerIgnoresOrBlocksReachTheProgramAtTheirDefault) {
+  const std::string status_line = test::chock_binary() + " sandbox --ro " + test::stage_dir() + " -- " +
+                                  test::program("probe") + " text /proc/self/status";
+  Output o = test::run_process({"sh", "-c", "trap '' USR1 PIPE TERM; exec " + status_line});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("SigIgn:\t0000000000000000\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("SigBlk:\t0000000000000000\n"), std::string::npos) << o.out;
+  // The trap took: outside, the same shell ignores them.
+  Output outside = test::run_process({"sh", "-c", "trap '' USR1 PIPE TERM; exec cat /proc/self/status"});
+  EXPECT_EQ(outside.out.find("SigIgn:\t0000000000000000\n"), std::string::npos) << outside.out;
+}
+
 }  // namespace
 }  // namespace chock
