@@ -58,8 +58,8 @@ MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size
                  Step step) {
   MountOp op = make_op(MountOp::Kind::tmpfs, target, "/" + target);
   op.step = step;
-  op.fs_mode = mode;
-  op.fs_size = std::to_string(size);
+  op.ours = true;
+  op.fs_options = std::string("mode=") + mode + ",size=" + std::to_string(size);
   op.attrs = attrs;
   op.read_only = false;
   op.access = Access::read_write;
@@ -158,23 +158,30 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
   return {};
 }
 
-Expected<void> add_host_node(MountPlan& plan, const std::string& path, std::string target, bool read_only,
-                             bool clone_now) {
+// A host device node, read-write, at `target` in /dev. Its attributes come
+// from the recursive seal of /dev that follows the nodes.
+Expected<void> add_host_node(MountPlan& plan, const std::string& path, std::string target, bool clone_now) {
   MountOp op = make_op(MountOp::Kind::bind, std::move(target), path);
   op.source = path;
   op.file = true;
-  op.read_only = read_only;
-  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  op.ours = true;
+  op.read_only = false;
   if (clone_now) {
     auto fd = open_source(path, path);
     if (!fd) return std::move(fd).error();
     op.detached.reset(sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!op.detached) return sys_error("clone the mount of", path);
-    if (sys::mount_setattr(op.detached.get(), "", AT_EMPTY_PATH, op.attrs, 0) != 0)
-      return sys_error("set mount attributes of", path);
   }
   plan.ops.push_back(std::move(op));
   return {};
+}
+
+MountOp seal_op(const char* target, std::uint64_t attrs, bool recursive, Step step) {
+  MountOp op = make_op(MountOp::Kind::seal, target, std::string("/") + target);
+  op.step = step;
+  op.attrs = attrs;
+  op.recursive = recursive;
+  return op;
 }
 
 Expected<void> add_toolchain(MountPlan& plan, bool clone_now) {
@@ -187,6 +194,7 @@ Expected<void> add_toolchain(MountPlan& plan, bool clone_now) {
       ssize_t n = readlink(dir, text, sizeof text - 1);
       if (n <= 0) return sys_error("read the toolchain link", dir);
       MountOp op = make_op(MountOp::Kind::symlink, dir + 1, std::string("toolchain ") + dir);
+      op.ours = true;
       op.source.assign(text, static_cast<size_t>(n));
       plan.ops.push_back(std::move(op));
       continue;
@@ -195,6 +203,7 @@ Expected<void> add_toolchain(MountPlan& plan, bool clone_now) {
     auto added = add_bind(plan, Bind{dir, dir, Access::read_only}, clone_now);
     if (!added) return added;
     plan.ops.back().label = std::string("toolchain ") + dir;
+    plan.ops.back().ours = true;
   }
   return {};
 }
@@ -207,12 +216,16 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
     std::string path = std::string("/dev/") + node;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
-    auto added = add_host_node(plan, path, path.substr(1), false, clone_now);
+    auto added = add_host_node(plan, path, path.substr(1), clone_now);
     if (!added) return added;
     plan.ops.back().step = Step::dev;
   }
+  // The nodes' attributes, in one call: they are the only mounts below /dev yet.
+  plan.ops.push_back(seal_op("dev", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true, Step::dev));
   MountOp pts = make_op(MountOp::Kind::devpts, "dev/pts", "/dev/pts");
   pts.step = Step::dev;
+  pts.ours = true;
+  pts.fs_options = "ptmxmode=0666,mode=0620";
   pts.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
   pts.read_only = false;
   plan.ops.push_back(std::move(pts));
@@ -225,14 +238,13 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
         Link{"dev/stdout", "/proc/self/fd/1"}, Link{"dev/stderr", "/proc/self/fd/2"}}) {
     MountOp op = make_op(MountOp::Kind::symlink, l.target, std::string("/") + l.target);
     op.step = Step::dev;
+    op.ours = true;
     op.source = l.text;
     plan.ops.push_back(std::move(op));
   }
   plan.ops.push_back(tmpfs_op("dev/shm", "1777", shm_size, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::dev));
   plan.ops.back().landlock = true;
-  MountOp seal = make_op(MountOp::Kind::seal, "dev", "/dev");
-  seal.step = Step::dev;
-  plan.ops.push_back(std::move(seal));
+  plan.ops.push_back(seal_op("dev", MOUNT_ATTR_RDONLY, false, Step::dev));
   return {};
 }
 
@@ -262,6 +274,7 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   }
   MountOp proc = make_op(MountOp::Kind::proc, "proc", "/proc");
   proc.step = Step::proc;
+  proc.ours = true;
   proc.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
   proc.landlock = true;
   plan.ops.push_back(std::move(proc));
@@ -292,6 +305,12 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
 }
 
 // ---- after the fork: system calls only ---------------------------------------
+//
+// The new root, /proc and /dev are file systems the program itself made a
+// moment ago, so what Chock puts in them is made and reached by name,
+// relative to the new root (the working directory until pivot_root), in one
+// call each. A caller's path may cross a directory bound from the host, where
+// a link could be waiting: it is walked without following any.
 
 namespace {
 
@@ -300,18 +319,38 @@ bool fail(StepFailure* failure, Step step, int detail) noexcept {
   return false;
 }
 
-// One component at a time beneath `dir`, never following a link.
+void close_keeping_errno(int fd) noexcept {
+  int err = errno;
+  close(fd);
+  errno = err;
+}
+
+unsigned long ms_flags(std::uint64_t attrs) noexcept {
+  unsigned long flags = 0;
+  if ((attrs & MOUNT_ATTR_RDONLY) != 0) flags |= MS_RDONLY;
+  if ((attrs & MOUNT_ATTR_NOSUID) != 0) flags |= MS_NOSUID;
+  if ((attrs & MOUNT_ATTR_NODEV) != 0) flags |= MS_NODEV;
+  if ((attrs & MOUNT_ATTR_NOEXEC) != 0) flags |= MS_NOEXEC;
+  return flags;
+}
+
+// One path beneath `dir`, never following a link.
 int open_beneath(int dir, const char* name, bool directory) noexcept {
   // No O_NOFOLLOW: with RESOLVE_NO_SYMLINKS a link in the last place is ELOOP too.
   return sys::openat2(dir, name, O_PATH | O_CLOEXEC | (directory ? O_DIRECTORY : 0), 0,
                       kResolveSafe | RESOLVE_BENEATH);
 }
 
-// Finds (and with `create`, makes) the mount point `rel` beneath the new root
-// and opens it O_PATH. Every component is opened relative to its parent, so a
-// symbolic link met on the way (the toolchain's own, or one inside a bind)
-// is an error, never a way out.
-int make_target(int root, const char* rel, bool file, bool create) noexcept {
+bool make_node(int dir, const char* name, bool file) noexcept {
+  int rc = file ? mknodat(dir, name, S_IFREG | 0444, 0) : mkdirat(dir, name, 0755);
+  return rc == 0 || errno == EEXIST;
+}
+
+// Finds (and with `create`, makes) `rel` beneath the new root a component at
+// a time, each opened relative to its parent, and opens it O_PATH: a link met
+// on the way (the toolchain's own, or one inside a bind) is an error, never a
+// way out.
+int walk_target(int root, const char* rel, bool file, bool create) noexcept {
   char buf[PATH_MAX];
   size_t len = std::strlen(rel);
   if (len == 0 || len >= sizeof buf) {
@@ -328,53 +367,58 @@ int make_target(int root, const char* rel, bool file, bool create) noexcept {
     if (!last) *slash = '\0';
     int fd = open_beneath(dir, part, !(last && file));
     if (fd < 0 && errno == ENOENT && create) {
-      if (last && file) {
-        int created = openat(dir, part, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-        if (created >= 0) close(created);
-      } else {
-        mkdirat(dir, part, 0755);
-      }
+      make_node(dir, part, last && file);
       fd = open_beneath(dir, part, !(last && file));
     }
-    int err = errno;
-    close(dir);
-    if (fd < 0) {
-      errno = err;
-      return -1;
-    }
+    close_keeping_errno(dir);
+    if (fd < 0) return -1;
     if (last) return fd;
     dir = fd;
     part = slash + 1;
   }
 }
 
-int new_filesystem(const char* type, const MountOp& op) noexcept {
-  int fs = sys::fsopen(type, FSOPEN_CLOEXEC);
-  if (fs < 0) return -1;
-  bool ok = true;
-  if (!op.fs_mode.empty()) ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", op.fs_mode.c_str(), 0) == 0;
-  if (ok && !op.fs_size.empty())
-    ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", op.fs_size.c_str(), 0) == 0;
-  if (ok && op.kind == MountOp::Kind::devpts) {
-    ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "ptmxmode", "0666", 0) == 0 &&
-         sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0620", 0) == 0;
+// The mount point of a caller's path, opened O_PATH and made if missing: one
+// link-free lookup when it exists, else its parent's, else the walk.
+int caller_target(int root, const char* rel, bool file) noexcept {
+  int fd = open_beneath(root, rel, !file);
+  if (fd >= 0 || errno != ENOENT) return fd;
+  const char* slash = std::strrchr(rel, '/');
+  if (slash == nullptr) return walk_target(root, rel, file, true);
+  char parent_path[PATH_MAX];
+  auto n = static_cast<size_t>(slash - rel);
+  if (n >= sizeof parent_path) {
+    errno = ENAMETOOLONG;
+    return -1;
   }
-  if (ok) ok = sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
-  int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
-  int err = errno;
-  close(fs);
-  errno = err;
-  return mnt;
+  std::memcpy(parent_path, rel, n);
+  parent_path[n] = '\0';
+  int parent = open_beneath(root, parent_path, true);
+  if (parent < 0 && errno == ENOENT) parent = walk_target(root, parent_path, false, true);
+  if (parent < 0) return -1;
+  make_node(parent, slash + 1, file);
+  fd = open_beneath(parent, slash + 1, !file);
+  close_keeping_errno(parent);
+  return fd;
 }
 
 bool attach(int source, int root, const MountOp& op) noexcept {
-  int target = make_target(root, op.target.c_str(), op.file, true);
+  if (op.ours) {
+    return make_node(AT_FDCWD, op.target.c_str(), op.file) &&
+           sys::move_mount(source, "", AT_FDCWD, op.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == 0;
+  }
+  int target = caller_target(root, op.target.c_str(), op.file);
   if (target < 0) return false;
   int rc = sys::move_mount(source, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-  int err = errno;
-  close(target);
-  errno = err;
+  close_keeping_errno(target);
   return rc == 0;
+}
+
+// tmpfs, devpts, proc: a new file system of ours, in one mount(2).
+bool mount_new(const char* type, const MountOp& op) noexcept {
+  return make_node(AT_FDCWD, op.target.c_str(), false) &&
+         mount(type, op.target.c_str(), type, ms_flags(op.attrs),
+               op.fs_options.empty() ? nullptr : op.fs_options.c_str()) == 0;
 }
 
 // A bind of the root's empty (or notice) file over `target`, read-only.
@@ -387,36 +431,32 @@ bool cover_with(int root, const char* file, int target_dir, const char* name) no
                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                                0) == 0 &&
             sys::move_mount(clone, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
-  int err = errno;
-  if (clone >= 0) close(clone);
-  close(target);
-  errno = err;
+  if (clone >= 0) close_keeping_errno(clone);
+  close_keeping_errno(target);
   return ok;
 }
 
-bool mount_proc(int root, const MountOp& op) noexcept {
-  int proc = new_filesystem("proc", op);
-  if (proc < 0) return false;
-  if (!attach(proc, root, op)) {
-    int err = errno;
-    close(proc);
-    errno = err;
+// A fresh procfs, each masked entry under a bind of the empty file (one
+// mount(2) each, by name: the entries are the kernel's own), then all of it
+// read-only at once.
+bool mount_proc(const MountOp& op) noexcept {
+  if (!mount_new("proc", op)) return false;
+  char path[64];
+  const size_t prefix = op.target.size();
+  if (prefix + 2 + 16 > sizeof path) {
+    errno = ENAMETOOLONG;
     return false;
   }
+  std::memcpy(path, op.target.c_str(), prefix);
+  path[prefix] = '/';
   for (const char* entry : kMaskedProcEntries) {
-    if (!cover_with(root, kEmptyFile, proc, entry) && errno != ENOENT) {
-      int err = errno;
-      close(proc);
-      errno = err;
-      return false;
-    }
+    size_t len = std::strlen(entry);
+    std::memcpy(path + prefix + 1, entry, len + 1);
+    if (mount(kEmptyFile, path, nullptr, MS_BIND, nullptr) != 0 && errno != ENOENT) return false;
   }
-  // Read-only last, and recursively, so the masks are read-only too.
-  int rc = sys::mount_setattr(proc, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0);
-  int err = errno;
-  close(proc);
-  errno = err;
-  return rc == 0;
+  return sys::mount_setattr(AT_FDCWD, op.target.c_str(), AT_RECURSIVE,
+                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                            0) == 0;
 }
 
 bool write_notice(int root) noexcept {
@@ -428,83 +468,69 @@ bool write_notice(int root) noexcept {
   return ok;
 }
 
+bool cover(const MountOp& op, int root) noexcept {
+  const char* slash = std::strrchr(op.target.c_str(), '/');
+  int dir = root;
+  if (slash != nullptr) {
+    char parent[PATH_MAX];
+    auto n = static_cast<size_t>(slash - op.target.c_str());
+    if (n >= sizeof parent) {
+      errno = ENAMETOOLONG;
+      return false;
+    }
+    std::memcpy(parent, op.target.c_str(), n);
+    parent[n] = '\0';
+    // Walked link-free, and never created: what is not there needs no cover.
+    dir = walk_target(root, parent, false, false);
+    if (dir < 0) return errno == ENOENT;
+  }
+  bool ok = cover_with(root, kNoticeFile, dir, slash != nullptr ? slash + 1 : op.target.c_str());
+  if (dir != root) close_keeping_errno(dir);
+  return ok || errno == ENOENT;  // nothing there to cover
+}
+
 bool run_op(MountOp& op, int root) noexcept {
   switch (op.kind) {
     case MountOp::Kind::bind:
     case MountOp::Kind::overlay: {
       bool ok = attach(op.source_fd, root, op);
-      int err = errno;
-      close(op.source_fd);
+      close_keeping_errno(op.source_fd);
       op.source_fd = -1;
-      errno = err;
       return ok;
     }
-    case MountOp::Kind::symlink: {
-      // The link's own parents are made like any mount point's.
-      const char* slash = std::strrchr(op.target.c_str(), '/');
-      if (slash == nullptr) return symlinkat(op.source.c_str(), root, op.target.c_str()) == 0;
-      char parent[PATH_MAX];
-      size_t n = static_cast<size_t>(slash - op.target.c_str());
-      if (n >= sizeof parent) {
-        errno = ENAMETOOLONG;
-        return false;
-      }
-      std::memcpy(parent, op.target.c_str(), n);
-      parent[n] = '\0';
-      int dir = make_target(root, parent, false, true);
-      if (dir < 0) return false;
-      int rc = symlinkat(op.source.c_str(), dir, slash + 1);
-      int err = errno;
-      close(dir);
-      errno = err;
-      return rc == 0;
-    }
+    case MountOp::Kind::symlink:  // only Chock's own: the toolchain's and /dev's
+      return symlinkat(op.source.c_str(), AT_FDCWD, op.target.c_str()) == 0;
     case MountOp::Kind::tmpfs:
-    case MountOp::Kind::devpts: {
-      int fs = new_filesystem(op.kind == MountOp::Kind::tmpfs ? "tmpfs" : "devpts", op);
-      if (fs < 0) return false;
-      bool ok = attach(fs, root, op);
-      int err = errno;
-      close(fs);
-      errno = err;
-      return ok;
-    }
+      return mount_new("tmpfs", op);
+    case MountOp::Kind::devpts:
+      return mount_new("devpts", op);
     case MountOp::Kind::proc:
-      return mount_proc(root, op);
-    case MountOp::Kind::seal: {
-      int target = make_target(root, op.target.c_str(), false, false);
-      if (target < 0) return false;
-      int rc = sys::mount_setattr(target, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0);
-      int err = errno;
-      close(target);
-      errno = err;
-      return rc == 0;
-    }
-    case MountOp::Kind::cover: {
-      const char* slash = std::strrchr(op.target.c_str(), '/');
-      int dir = root;
-      if (slash != nullptr) {
-        char parent[PATH_MAX];
-        size_t n = static_cast<size_t>(slash - op.target.c_str());
-        if (n >= sizeof parent) {
-          errno = ENAMETOOLONG;
-          return false;
-        }
-        std::memcpy(parent, op.target.c_str(), n);
-        parent[n] = '\0';
-        // Walked link-free, and never created: what is not there needs no cover.
-        dir = make_target(root, parent, false, false);
-        if (dir < 0) return false;
-      }
-      bool ok = cover_with(root, kNoticeFile, dir, slash != nullptr ? slash + 1 : op.target.c_str());
-      int err = errno;
-      if (dir != root) close(dir);
-      errno = err;
-      return ok || err == ENOENT;  // nothing there to cover
-    }
+      return mount_proc(op);
+    case MountOp::Kind::seal:
+      return sys::mount_setattr(AT_FDCWD, op.target.c_str(), op.recursive ? AT_RECURSIVE : 0, op.attrs, 0) ==
+             0;
+    case MountOp::Kind::cover:
+      return cover(op, root);
   }
   errno = EINVAL;
   return false;
+}
+
+// The new root: a small tmpfs stacked on "/", entered by descriptor.
+int new_root() noexcept {
+  int fs = sys::fsopen("tmpfs", FSOPEN_CLOEXEC);
+  if (fs < 0) return -1;
+  bool ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_SET_STRING, "size", "8388608", 0) == 0 &&
+            sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
+  int root = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) : -1;
+  close_keeping_errno(fs);
+  if (root < 0) return -1;
+  if (sys::move_mount(root, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0 || fchdir(root) != 0) {
+    close_keeping_errno(root);
+    return -1;
+  }
+  return root;
 }
 
 }  // namespace
@@ -531,26 +557,16 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
     if (path < 0) return fail(failure, Step::open_source, static_cast<int>(i));
     unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (op.file ? 0 : AT_RECURSIVE);
     op.source_fd = sys::open_tree(path, "", flags);
-    int err = errno;
-    close(path);
-    errno = err;
+    close_keeping_errno(path);
     if (op.source_fd < 0) return fail(failure, Step::open_source, static_cast<int>(i));
-    if (sys::mount_setattr(op.source_fd, "", AT_EMPTY_PATH | (op.file ? 0 : AT_RECURSIVE), op.attrs, 0) != 0)
+    if (op.attrs != 0 &&
+        sys::mount_setattr(op.source_fd, "", AT_EMPTY_PATH | (op.file ? 0 : AT_RECURSIVE), op.attrs, 0) != 0)
       return fail(failure, Step::open_source, static_cast<int>(i));
   }
 
-  // The new root: a small tmpfs stacked on "/", entered by descriptor.
-  MountOp root_op;
-  root_op.fs_mode = "0755";
-  root_op.fs_size = "8388608";
-  root_op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  int root = new_filesystem("tmpfs", root_op);
+  int root = new_root();
   if (root < 0) return fail(failure, Step::new_root, -1);
-  if (sys::move_mount(root, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0 || fchdir(root) != 0)
-    return fail(failure, Step::new_root, -1);
-  int empty = openat(root, kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
-  if (empty < 0) return fail(failure, Step::new_root, -1);
-  close(empty);
+  if (mknodat(root, kEmptyFile, S_IFREG | 0444, 0) != 0) return fail(failure, Step::new_root, -1);
   if (plan.has_covers && !write_notice(root)) return fail(failure, Step::cover, -1);
 
   for (size_t i = 0; i < plan.ops.size(); ++i) {

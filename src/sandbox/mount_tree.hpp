@@ -27,7 +27,7 @@ struct MountOp {
     tmpfs,    // a fresh tmpfs
     proc,     // a fresh procfs, entries masked, then read-only
     devpts,   // a new devpts instance
-    seal,     // make the mount at `target` read-only (not recursive)
+    seal,     // set `attrs` on the mount at `target` (and below it when `recursive`)
     cover,    // the deny notice over the file at `target`
     overlay,  // overlayfs: lower `source`, `upper`, `work`, read-write at `target`
   };
@@ -37,12 +37,14 @@ struct MountOp {
   std::string target;            // inside, relative to the new root: "usr", "home/u/p"
   std::string label;             // how a message names it: "--ro /srv/data"
   bool file = false;             // the mount point is a regular file
+  bool ours = false;             // `target` lies in a file system Chock made (the new root, /dev),
+                                 // so it is made and reached by name; a caller's path is walked link-free
+  bool recursive = false;        // seal: the whole subtree
   bool read_only = true;
   Access access = Access::read_only;  // for the Landlock rule this mount implies
   bool landlock = false;              // whether this mount gets a Landlock rule of its own
   std::uint64_t attrs = 0;            // MOUNT_ATTR_* for a new filesystem or a bind
-  std::string fs_size;                // tmpfs: "size" option
-  std::string fs_mode;                // tmpfs: "mode" option
+  std::string fs_options;             // tmpfs, devpts: mount(2)'s data, "mode=1777,size=8388608"
   std::string upper;                  // overlay
   std::string work;                   // overlay
   UniqueFd detached;                  // a source cloned before the fork (root callers)
