@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "chock/workspace.hpp"
+#include "util/passwd.hpp"
 #include "util/sha256.hpp"
 
 namespace chock::log {
@@ -219,11 +219,7 @@ std::optional<std::string> line_fault(std::string_view line, std::size_t number,
 Expected<std::string> state_dir() {
   const char* xdg = std::getenv("XDG_STATE_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
-  const char* home = std::getenv("HOME");
-  std::string h = home != nullptr && home[0] == '/' ? home : "";
-  if (h.empty()) {
-    if (passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) h = pw->pw_dir;
-  }
+  std::string h = home_directory();
   if (h.empty())
     return Error{"find the state directory: neither XDG_STATE_HOME nor HOME is an absolute path", "", 0};
   return h + "/.local/state/chock";

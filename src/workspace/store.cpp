@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -16,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/passwd.hpp"
 #include "workspace/fs.hpp"
 
 namespace chock::workspace {
@@ -27,11 +27,7 @@ const char* kind_name(Kind kind) {
 Expected<std::string> data_dir() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
-  const char* home = std::getenv("HOME");
-  std::string h = home != nullptr && home[0] == '/' ? home : "";
-  if (h.empty()) {
-    if (passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) h = pw->pw_dir;
-  }
+  std::string h = home_directory();
   if (h.empty()) return Error{"find the data directory: neither XDG_DATA_HOME nor HOME is set", "", 0};
   return h + "/.local/share/chock";
 }

@@ -1,7 +1,6 @@
 // The git workspace: a linked worktree whose admin and common dirs are
 // private to the session (see the layout in include/chock/workspace.hpp).
 #include <dirent.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "util/passwd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
@@ -86,8 +86,8 @@ Expected<void> make_common(const Session& s, const std::string& real_common) {
 }  // namespace
 
 gid_t group_of(uid_t uid) {
-  passwd* pw = ::getpwuid(uid);
-  return pw != nullptr ? pw->pw_gid : static_cast<gid_t>(uid);
+  auto entry = passwd_entry(uid);
+  return entry ? entry->gid : static_cast<gid_t>(uid);
 }
 
 Expected<Project> locate_project(const std::string& dir) {
