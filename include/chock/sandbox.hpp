@@ -24,6 +24,11 @@ class Child {
   void cancel() noexcept;
   // Forwards a signal to the program (through the keeper).
   void signal(int sig) noexcept;
+  // After wait(), for a caller about to exit: the destructor does not wait
+  // for the keeper's own exit. Every process of the call has ended by then;
+  // what remains is the kernel taking its namespaces down, which the
+  // caller's exit hands to init.
+  void detach() noexcept;
 
   struct State;
   explicit Child(std::unique_ptr<State> state);

@@ -54,6 +54,7 @@ int run_sandbox(SandboxOptions& o) {
   auto child = spawn(c);
   if (!child) return refuse(child.error(), o.result_file);
   Result r = child->wait(cancel.fd());
+  child->detach();  // chock exits next: the keeper's teardown is the kernel's
   return finish(r, c.argv, o.result_file);
 }
 

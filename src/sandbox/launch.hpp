@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,22 @@
 #include "util/fd.hpp"
 
 namespace chock::sandbox {
+
+// The stack of a process cloned with CLONE_VM, which cannot run on its
+// parent's. Its pages are touched only as the stack grows into them.
+class CloneStack {
+ public:
+  explicit CloneStack(std::size_t size) : bytes_(new char[size]), size_(size) {}
+  // The high end, 16-byte aligned: x86-64 and arm64 stacks grow down.
+  [[nodiscard]] void* top() const noexcept {
+    auto end = reinterpret_cast<std::uintptr_t>(bytes_.get() + size_);
+    return reinterpret_cast<void*>(end & ~static_cast<std::uintptr_t>(15));
+  }
+
+ private:
+  std::unique_ptr<char[]> bytes_;
+  std::size_t size_;
+};
 
 struct Launch {
   Identity identity;
@@ -39,6 +57,8 @@ struct Launch {
   UniqueFd channel;            // the child's end of the report channel
   std::vector<int> keep_fds;   // sorted: what the middle keeps open
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
+  CloneStack middle_stack{64 * 1024};
+  CloneStack program_stack{256 * 1024};
   pid_t caller_pid = 0;
   int rlimit_labels = 0;  // index of the first rlimit in the caller's label table
 };

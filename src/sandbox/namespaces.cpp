@@ -1,9 +1,9 @@
 #include "sandbox/namespaces.hpp"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,8 +60,10 @@ Expected<Identity> plan_identity(const Config& config) {
 
 bool drop_to_identity(const Identity& id, StepFailure* failure) noexcept {
   if (!id.drop_from_root) return true;
-  if (setgroups(0, nullptr) != 0 || setresgid(id.gid, id.gid, id.gid) != 0 ||
-      setresuid(id.uid, id.uid, id.uid) != 0) {
+  // The raw calls: glibc's wrappers change the ids of every thread of the
+  // process they believe they are in, which for the middle is the caller's.
+  if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, id.gid, id.gid, id.gid) != 0 ||
+      syscall(SYS_setresuid, id.uid, id.uid, id.uid) != 0) {
     *failure = {Step::drop_uid, errno, -1};
     return false;
   }

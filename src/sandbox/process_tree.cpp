@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -118,6 +120,37 @@ void reset_signals(std::uint64_t ignored) noexcept {
   exec_program(l);
 }
 
+// What the program's clone hands it: the keeper's frame outlives it (the
+// keeper never returns), and the two share memory until the exec.
+struct ProgramStart {
+  Launch* launch;
+  int seized;
+};
+
+int program_entry(void* arg) {
+  auto* start = static_cast<ProgramStart*>(arg);
+  program_main(*start->launch, start->seized);
+}
+
+// The program has ended; what it left behind (a daemon, a stopped child) is
+// killed and reaped, so when the keeper reports, it is the call's last
+// process. kill(-1) from pid 1 reaches every other process of the namespace;
+// an orphan is the keeper's child before its parent can be reaped, so ECHILD
+// means none is left. Ptrace stops are only let go: what the keeper kills is
+// not evidence.
+void end_every_other_process() noexcept {
+  kill(-1, SIGKILL);
+  for (;;) {
+    int status = 0;
+    pid_t got = waitpid(-1, &status, __WALL);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return;  // ECHILD
+    }
+    if (WIFSTOPPED(status)) ptrace(PTRACE_CONT, got, nullptr, 0);
+  }
+}
+
 volatile int g_program_pidfd = -1;
 
 void forward_signal(int sig) {
@@ -126,25 +159,25 @@ void forward_signal(int sig) {
   errno = saved;
 }
 
-[[noreturn]] void keeper_main(Launch& l, int middle_pidfd) noexcept {
+[[noreturn]] void keeper_main(Launch& l) noexcept {
   const int channel = l.channel.get();
-  // If the middle is gone already, the death signal was sent before we asked for it.
+  // The keeper is the caller's child (CLONE_PARENT). If chock died before the
+  // death signal was asked for, the caller's end of the channel has closed.
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  pollfd p{middle_pidfd, POLLIN, 0};
+  pollfd p{channel, POLLIN, 0};
   if (poll(&p, 1, 0) != 0) _exit(125);
-  close(middle_pidfd);
-
   exit_watch::Watch& watch = l.watch;
   watch.find_proc = true;
   int seized[2];
   if (pipe2(seized, O_CLOEXEC) != 0) fail_step(channel, {Step::clone_program, errno, -1});
+  // The program shares the keeper's memory until its exec (CLONE_VM, on a
+  // stack of its own): no copy of the address space, no page faults to
+  // rebuild it. Neither touches what the other writes.
   int program_pidfd = -1;
-  long pid = clone_with_pidfd(&program_pidfd, -1);
+  ProgramStart start{&l, seized[0]};
+  const int pid =
+      clone(program_entry, l.program_stack.top(), CLONE_VM | CLONE_PIDFD | SIGCHLD, &start, &program_pidfd);
   if (pid < 0) fail_step(channel, {Step::clone_program, errno, -1});
-  if (pid == 0) {
-    close(seized[1]);
-    program_main(l, seized[0]);
-  }
   close(seized[0]);
   // Watched before it can exec (it waits for the byte), while both of us
   // still hold the same capabilities; untraced, the naming is only weaker.
@@ -185,19 +218,23 @@ void forward_signal(int sig) {
     r.system_usec = ru.ru_stime.tv_sec * 1000000L + ru.ru_stime.tv_usec;
     r.max_rss_kib = ru.ru_maxrss;
     r.evidence = watch.evidence;
+    end_every_other_process();
+    // Only the keeper is left, so the call is over when this arrives: the
+    // caller need not wait for the keeper's own exit, which takes the
+    // namespaces (mounts, file systems) down with it.
     send_record(channel, r);
-    // Exiting as pid 1 takes every other process of the namespace with us.
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   }
 }
 
 }  // namespace
 
-long clone_with_pidfd(int* pidfd, int cgroup_fd) noexcept {
+long clone_with_pidfd(int* pidfd, int cgroup_fd, std::uint64_t flags) noexcept {
   sys::CloneArgs args;
-  args.flags = CLONE_PIDFD;
+  args.flags = CLONE_PIDFD | flags;
   args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
-  args.exit_signal = SIGCHLD;
+  // A CLONE_PARENT child's exit signal is its parent's; clone3 wants 0 here.
+  args.exit_signal = (flags & CLONE_PARENT) != 0 ? 0 : SIGCHLD;
   if (cgroup_fd >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
@@ -205,12 +242,13 @@ long clone_with_pidfd(int* pidfd, int cgroup_fd) noexcept {
   long pid = sys::clone3(&args);
   if (pid < 0 && errno == ENOSYS && cgroup_fd < 0) {
     // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
-    pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, nullptr, pidfd, nullptr, nullptr);
+    pid = syscall(SYS_clone, CLONE_PIDFD | flags | args.exit_signal, nullptr, pidfd, nullptr, nullptr);
   }
   return pid;
 }
 
-void middle_main(Launch& l) noexcept {
+int middle_entry(void* arg) {
+  Launch& l = *static_cast<Launch*>(arg);
   const int channel = l.channel.get();
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != l.caller_pid) _exit(125);
@@ -227,27 +265,19 @@ void middle_main(Launch& l) noexcept {
   // Once, here: the keeper and the program inherit all of it.
   if (!restrict_inherited_capabilities(&f)) fail_step(channel, f);
 
-  int self = sys::pidfd_open(getpid(), 0);
-  if (self < 0) fail_step(channel, {Step::clone_keeper, errno, -1});
+  // The keeper is the caller's own child (CLONE_PARENT), in the middle's
+  // cgroup, so the middle ends here and the caller goes on. (A failed first
+  // clone in a new pid namespace leaves it unable to hold any process: the
+  // cgroup was settled with the middle's own clone, by the caller.)
   int keeper_pidfd = -1;
-  long pid = clone_with_pidfd(&keeper_pidfd, -1);
+  long pid = clone_with_pidfd(&keeper_pidfd, -1, CLONE_PARENT);
   if (pid < 0) fail_step(channel, {Step::clone_keeper, errno, -1});
-  if (pid == 0) keeper_main(l, self);
-  close(self);
+  if (pid == 0) keeper_main(l);
 
   Record r;
   r.kind = Record::keeper_pidfd;
   send_record(channel, r, keeper_pidfd);
-  close(keeper_pidfd);
-  for (int fd : l.setup_fds) close(fd);
-  close(channel);
-  if (!clear_capabilities(&f)) _exit(125);
-
-  int status = 0;
-  while (waitpid(static_cast<pid_t>(pid), &status, __WALL) < 0) {
-    if (errno != EINTR) _exit(125);
-  }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  _exit(0);
 }
 
 }  // namespace chock::sandbox

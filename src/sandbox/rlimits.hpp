@@ -25,10 +25,10 @@ inline constexpr std::uint64_t kDefaultCpuSeconds = 3600;
 // SIGXCPU (catchable, nameable) and SIGKILL only follows if it is ignored.
 inline constexpr std::uint64_t kCpuHardGrace = 30;
 inline constexpr std::uint64_t kDefaultProcesses = 256;
-// Chock's own tasks of a call (the middle process and the keeper) are counted
-// by RLIMIT_NPROC and pids.max; a limit of N processes for the program is
-// written as N plus these.
-inline constexpr std::uint64_t kOwnTasks = 2;
+// Chock's own task of a call (the keeper; the middle has ended before the
+// program starts, and is never in the cgroup) is counted by RLIMIT_NPROC and
+// pids.max; a limit of N processes for the program is written as N plus it.
+inline constexpr std::uint64_t kOwnTasks = 1;
 
 struct Entry {
   int resource = 0;
@@ -47,8 +47,9 @@ struct Plan {
 struct Machine {
   bool nproc_per_userns = false;    // RLIMIT_NPROC counted per user namespace (5.14+)
   std::uint64_t nr_open = 1 << 20;  // /proc/sys/fs/nr_open: the kernel's ceiling on NOFILE
-  // The caller's current hard limits, which a process in a user namespace
-  // cannot raise; indexed by resource.
+  // The caller's current hard limits of the resources a plan sets, which a
+  // process in a user namespace cannot raise; indexed by resource, the rest
+  // RLIM_INFINITY.
   std::array<rlim_t, RLIM_NLIMITS> hard{};
 };
 

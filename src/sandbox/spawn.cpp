@@ -4,6 +4,7 @@
 // process_tree.cpp.
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,8 +29,7 @@ using sandbox::Record;
 // ---- the caller's side -----------------------------------------------------------
 
 struct Child::State {
-  UniqueFd middle;
-  UniqueFd keeper;
+  UniqueFd keeper;  // none when the middle failed before making it
   UniqueFd channel;
   std::chrono::steady_clock::time_point start;
   std::optional<std::chrono::milliseconds> timeout;
@@ -38,18 +38,13 @@ struct Child::State {
   exit_watch::Evidence evidence;
   Result result;
   bool waited = false;
+  bool reaped = false;  // the keeper is gone (or, detached, no longer ours to wait for)
   bool killed = false;
   bool got_status = false;
 
   void kill_tree() noexcept {
-    // SIGKILL to pid 1 of the namespace ends every process in it, and the
-    // middle then exits on its own. Before the keeper's pidfd has arrived,
-    // the middle's death takes the keeper with it (its death signal).
-    if (keeper) {
-      sys::pidfd_send_signal(keeper.get(), SIGKILL);
-    } else if (middle) {
-      sys::pidfd_send_signal(middle.get(), SIGKILL);
-    }
+    // SIGKILL to pid 1 of the namespace ends every process in it.
+    if (keeper) sys::pidfd_send_signal(keeper.get(), SIGKILL);
     killed = true;
   }
 
@@ -93,7 +88,6 @@ struct Child::State {
         std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
         if (r.kind == Record::keeper_pidfd && !keeper) {
           keeper.reset(fd);
-          if (killed) sys::pidfd_send_signal(fd, SIGKILL);
         } else {
           close(fd);
         }
@@ -109,11 +103,15 @@ Child::Child(Child&&) noexcept = default;
 Child& Child::operator=(Child&&) noexcept = default;
 
 Child::~Child() {
-  if (state_ && !state_->waited) {
-    state_->kill_tree();
+  if (state_ && state_->keeper && !state_->reaped) {
+    if (!state_->waited) state_->kill_tree();
     siginfo_t info{};
-    waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(state_->middle.get()), &info, WEXITED);
+    waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(state_->keeper.get()), &info, WEXITED);
   }
+}
+
+void Child::detach() noexcept {
+  if (state_ && state_->waited) state_->reaped = true;
 }
 
 void Child::cancel() noexcept {
@@ -129,8 +127,12 @@ Result Child::wait(int cancel_fd) {
   if (s.waited) return s.result;
   auto deadline = s.timeout ? std::optional(s.start + *s.timeout) : std::nullopt;
   bool channel_open = true;
-  for (;;) {
-    pollfd fds[3] = {{s.middle.get(), POLLIN, 0},
+  // Until the keeper reports the program's end, which it does once it has
+  // ended every other process of the call, or until its pidfd reads as exited
+  // (killed, or failed before the program ran), which pid 1's exit does only
+  // once it has taken every other process of its namespace.
+  while (s.keeper && !s.got_status) {
+    pollfd fds[3] = {{s.keeper.get(), POLLIN, 0},
                      {channel_open ? s.channel.get() : -1, POLLIN, 0},
                      {cancel_fd, POLLIN, 0}};
     int wait_ms = -1;
@@ -157,18 +159,20 @@ Result Child::wait(int cancel_fd) {
   }
   while (s.read_record()) {
   }
-  if (s.keeper) {
-    // The keeper's pidfd reads as exited only once pid 1's exit has taken
-    // every other process of its namespace: after this, nothing of the call runs.
-    pollfd keeper{s.keeper.get(), POLLIN, 0};
-    while (poll(&keeper, 1, -1) < 0 && errno == EINTR) {
-    }
-  }
   siginfo_t info{};
-  waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.middle.get()), &info, WEXITED);
+  if (s.keeper) {
+    // After a report the keeper's own exit, the teardown of the namespaces it
+    // held, is left to finish on its own (the destructor reaps it), unless a
+    // cgroup must be emptied and removed after it.
+    const bool cgroup = s.limits && (s.limits->supplied || s.limits->managed.state() == CgroupState::ok);
+    const int flags = s.got_status && !cgroup ? WEXITED | WNOHANG : WEXITED;
+    if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.keeper.get()), &info, flags) == 0 &&
+        info.si_pid != 0)
+      s.reaped = true;
+  }
   s.waited = true;
   s.result.duration = std::chrono::steady_clock::now() - s.start;
-  if (!s.got_status && !s.result.setup_failure && !s.result.exec_error) {
+  if (s.keeper && !s.got_status && !s.result.setup_failure && !s.result.exec_error) {
     // Killed before the keeper could say anything (a cancel, a timeout).
     if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
       s.result.signal = info.si_status;
@@ -192,7 +196,7 @@ Expected<Child> spawn(const Config& config) {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
     return sys_error("socketpair for the report channel");
-  UniqueFd parent_end(pair[0]);
+  state->channel.reset(pair[0]);
   l.channel.reset(pair[1]);
   l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get()};
   l.setup_fds = {l.dev_null.get()};
@@ -210,17 +214,32 @@ Expected<Child> spawn(const Config& config) {
   state->result.landlock = landlock::report(l.landlock);
   state->start = std::chrono::steady_clock::now();
   int middle_pidfd = -1;
-  long pid = sandbox::clone_with_pidfd(&middle_pidfd, limits->clone_cgroup_fd);
-  if (pid < 0 && limits->clone_cgroup_fd >= 0) {
+  long middle = -1;
+  if (limits->clone_cgroup_fd >= 0) {
+    // Made inside the cgroup, so nothing of the call is ever outside it. clone3
+    // cannot start a child on a stack of its own without assembly, so this one
+    // is an ordinary fork.
+    middle = sandbox::clone_with_pidfd(&middle_pidfd, limits->clone_cgroup_fd);
+    if (middle == 0) sandbox::middle_entry(&l);
     // A supplied cgroup refuses rather than runs outside it; a managed one is
     // dropped (and says why) and the call runs under the rlimit floor.
-    if (auto refused = limits->placement_failed(errno)) return *std::move(refused);
-    pid = sandbox::clone_with_pidfd(&middle_pidfd, -1);
+    if (middle < 0)
+      if (auto refused = limits->placement_failed(errno)) return *std::move(refused);
   }
-  if (pid < 0) return sys_error("clone the sandbox's first process");
-  if (pid == 0) sandbox::middle_main(l);
-  state->middle.reset(middle_pidfd);
-  state->channel = std::move(parent_end);
+  if (middle < 0) {
+    // CLONE_VFORK: this thread waits here until the middle has made the keeper
+    // (or failed) and ended; CLONE_VM: the middle copies nothing to do it.
+    middle = clone(sandbox::middle_entry, l.middle_stack.top(),
+                   CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &l, &middle_pidfd);
+  }
+  if (middle < 0) return sys_error("clone the sandbox's first process");
+  UniqueFd middle_fd(middle_pidfd);
+  // Every record the middle sent (the keeper's pidfd, or why it failed) is in
+  // the channel once it has ended.
+  siginfo_t ended{};
+  waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(middle_fd.get()), &ended, WEXITED);
+  while (state->read_record()) {
+  }
   state->limits = std::move(*limits);
   return Child(std::move(state));
 }

@@ -60,7 +60,8 @@ struct Record {
   enum Kind : std::uint32_t {
     setup_failed = 1,  // step, error, detail
     exec_failed,       // error
-    program_status,    // status (as from wait4), rusage, the keeper's evidence
+    program_status,    // status (as from wait4), rusage, the keeper's evidence; sent once
+                       // every process of the call but the keeper has ended
     keeper_pidfd,      // carries the keeper's pidfd as SCM_RIGHTS
   };
   std::uint32_t kind = 0;

@@ -50,7 +50,7 @@ TEST_F(ChockSandboxVm, ProgramRunsInAManagedCgroupThatIsGoneAfterTheCall) {
   ASSERT_EQ(r.out.status, 0) << r.out.err;
   EXPECT_EQ(r.result["limits"]["cgroup"], "ok") << r.result.dump();
   EXPECT_EQ(r.result["limits"]["memory_max"], 2ULL << 30);
-  EXPECT_EQ(r.result["limits"]["pids_max"], 258);
+  EXPECT_EQ(r.result["limits"]["pids_max"], 257);
   // No cgroup namespace: the program sees the host's path of its cgroup, a
   // chock-* child of the delegated parent.
   std::smatch m;
@@ -66,15 +66,15 @@ TEST_F(ChockSandboxVm, ProgramRunsInAManagedCgroupThatIsGoneAfterTheCall) {
 TEST_F(ChockSandboxVm, PidsLimitIsNamedThroughPidsEvents) {
   SandboxRun r = chock_sandbox({"--pids", "16"}, {program("limit-bomb"), "fork"});
   EXPECT_EQ(r.out.status, 1) << r.out.err;
-  // pids.max 18: 16 and Chock's own 2 (middle and keeper); RLIMIT_NPROC is one
-  // above it, so the cgroup is what refuses the fork.
+  // pids.max 17: 16 and Chock's own keeper; RLIMIT_NPROC is one above it, so
+  // the cgroup is what refuses the fork.
   EXPECT_NE(r.out.err.find("fork refused after 15 children: EAGAIN"), std::string::npos) << r.out.err;
   EXPECT_EQ(r.result["limits"]["cgroup"], "ok") << r.result.dump();
-  EXPECT_EQ(r.result["limits"]["pids_max"], 18);
+  EXPECT_EQ(r.result["limits"]["pids_max"], 17);
   EXPECT_GE(r.result["limits"]["events"]["pids_max"].get<int>(), 1) << r.result.dump();
   for (const auto& e : r.result["limits"]["rlimits"])
     if (e["name"] == "nproc") {
-      EXPECT_EQ(e["soft"], 19);
+      EXPECT_EQ(e["soft"], 18);
     }
   EXPECT_EQ(r.result["limits"]["killed_by"], "processes");
   EXPECT_EQ(r.result["limits"]["killed_by_limit"], 16);

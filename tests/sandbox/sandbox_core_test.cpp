@@ -7,6 +7,7 @@
 #include <linux/securebits.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <dirent.h>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -279,6 +281,32 @@ TEST(ProcessTree, CtrlCEndsTheWholeTree) {
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(count_host_processes("sleep " + marker), 0);
+}
+
+// wait() returns as soon as the keeper reports, before the keeper's own exit
+// takes the namespaces down: the keeper kills and reaps what the program left
+// behind first. The daemon holds a lock on a file in a --rw directory, so the
+// lock is free the moment it is dead, and not a moment earlier.
+TEST(ProcessTree, DaemonLeftBehindIsGoneTheMomentWaitReturns) {
+  test::TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 0777), 0);
+  const std::string lock = dir / "lock";
+  Config c;
+  c.binds.push_back(Bind{dir.path(), dir.path(), Access::read_write});
+  // The lock is taken before the program ends: the daemon has it when sh exits.
+  c.argv = {"/bin/sh", "-c",
+            "(exec 9>" + lock +
+                " && flock 9 && exec setsid sleep 1000 >/dev/null 2>&1 </dev/null) & "
+                "until ! flock -n " +
+                lock + " true; do :; done"};
+  auto child = spawn(c);
+  ASSERT_TRUE(child) << child.error().message();
+  Result r = child->wait();
+  ASSERT_EQ(r.exit_status(), 0) << r.to_json();
+  int fd = open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "the daemon still holds the lock: " << std::strerror(errno);
+  close(fd);
 }
 
 TEST(ProcessTree, OrphanedZombieIsReaped) {
