@@ -179,12 +179,17 @@ bool apply(const Prepared& prepared, Failure* failure) noexcept {
       ::close(ruleset);
       return false;
     }
-    struct stat st {};
     PathBeneathAttr beneath{rule.access, fd};
-    if (::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) beneath.allowed_access &= kFileRights;
-    const long added = beneath.allowed_access == 0
-                           ? (errno = ENOTDIR, -1)
-                           : ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &beneath, 0);
+    long added = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &beneath, 0);
+    struct stat st {};
+    if (added != 0 && errno == EINVAL && ::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+      // A file holds only the rights a file can: asked only when the kernel
+      // refused the directory rights, so a directory's rule costs no fstat.
+      beneath.allowed_access &= kFileRights;
+      added = beneath.allowed_access == 0
+                  ? (errno = ENOTDIR, -1)
+                  : ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &beneath, 0);
+    }
     if (added != 0) {
       fail("landlock_rule", static_cast<int>(i));
       ::close(fd);

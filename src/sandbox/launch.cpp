@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -116,8 +117,10 @@ Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, L
   auto mounts = plan_mounts(config, l.identity.drop_from_root);
   if (!mounts) return std::move(mounts).error();
   l.mounts = std::move(*mounts);
+  errno = 0;
   const int abi = landlock::probe_abi();
-  auto landlock = landlock::prepare(landlock_rules(config, l.mounts, abi));
+  const int probe_errno = abi == 0 ? errno : 0;
+  auto landlock = landlock::prepare_for(abi, probe_errno, landlock_rules(config, l.mounts, abi));
   if (!landlock) return std::move(landlock).error();
   l.landlock = std::move(*landlock);
   auto filter = seccomp::build(config.allow_jit);

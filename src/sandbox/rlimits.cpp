@@ -70,9 +70,11 @@ Machine probe_machine() {
     if (std::fscanf(f, "%llu", &v) == 1) m.nr_open = v;
     std::fclose(f);
   }
-  for (int r = 0; r < RLIM_NLIMITS; ++r) {
+  // Only the resources a plan sets from them (RLIMIT_CORE is always 0).
+  m.hard.fill(RLIM_INFINITY);
+  for (int r : {RLIMIT_DATA, RLIMIT_NOFILE, RLIMIT_FSIZE, RLIMIT_CPU, RLIMIT_NPROC}) {
     rlimit rl{};
-    m.hard.at(r) = ::getrlimit(static_cast<__rlimit_resource>(r), &rl) == 0 ? rl.rlim_max : RLIM_INFINITY;
+    if (::getrlimit(static_cast<__rlimit_resource>(r), &rl) == 0) m.hard.at(r) = rl.rlim_max;
   }
   return m;
 }
