@@ -29,8 +29,8 @@ class CloneStack {
   explicit CloneStack(std::size_t size) : bytes_(new char[size]), size_(size) {}
   // The high end, 16-byte aligned: x86-64 and arm64 stacks grow down.
   [[nodiscard]] void* top() const noexcept {
-    auto end = reinterpret_cast<std::uintptr_t>(bytes_.get() + size_);
-    return reinterpret_cast<void*>(end & ~static_cast<std::uintptr_t>(15));
+    char* end = bytes_.get() + size_;
+    return end - (reinterpret_cast<std::uintptr_t>(end) & 15U);
   }
 
  private:
@@ -57,8 +57,8 @@ struct Launch {
   UniqueFd channel;            // the child's end of the report channel
   std::vector<int> keep_fds;   // sorted: what the middle keeps open
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
-  CloneStack middle_stack{64 * 1024};
-  CloneStack program_stack{256 * 1024};
+  CloneStack middle_stack{std::size_t{64} << 10};
+  CloneStack program_stack{std::size_t{256} << 10};
   pid_t caller_pid = 0;
   int rlimit_labels = 0;  // index of the first rlimit in the caller's label table
 };
