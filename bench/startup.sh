@@ -3,16 +3,18 @@
 # same job (every namespace, a new session, the toolchain read-only, a fresh
 # /proc and /dev), in the same run, as the caller and as an unprivileged uid.
 #   bench/startup.sh [CHOCK_BINARY] [RUNS]
-# Prints a Markdown table of medians and the ratio chock/bwrap, with the
-# kernel's floor beside them (bench/namespace_floor.c: the same five
-# namespaces, one fork, /bin/true, nothing else).
+# The commands take turns (bench/interleave.c), so a change in the machine's
+# load falls on all of them alike. Prints a Markdown table of medians (and
+# the 10th to 90th percentile) in ms, the ratio chock/bwrap, and the kernel's
+# floor (bench/namespace_floor.c: the same five namespaces, one fork,
+# /bin/true, nothing else).
 set -eu
 chock=$(realpath "${1:-build/bin/chock}")
 runs=${2:-300}
-command -v hyperfine >/dev/null || { echo "startup.sh: needs hyperfine (apt-get install hyperfine)" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
 command -v bwrap >/dev/null || { echo "startup.sh: needs bwrap (apt-get install bubblewrap)" >&2; exit 2; }
 
-bwrap_cmd="bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr"
+bwrap_cmd="$(command -v bwrap) --unshare-all --die-with-parent --new-session --ro-bind /usr /usr"
 for d in bin lib lib64 sbin; do
   if [ -L "/$d" ]; then bwrap_cmd="$bwrap_cmd --symlink $(readlink "/$d") /$d"
   elif [ -d "/$d" ]; then bwrap_cmd="$bwrap_cmd --ro-bind /$d /$d"; fi
@@ -23,33 +25,29 @@ scratch=$(mktemp -d /tmp/chock-bench.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 chmod 0755 "$scratch"
 cp "$chock" "$scratch/chock"
-chmod 0755 "$scratch/chock"
-cc -O2 -static -o "$scratch/floor" "$(dirname "$0")/namespace_floor.c" 2>/dev/null ||
-  cc -O2 -o "$scratch/floor" "$(dirname "$0")/namespace_floor.c"
-chmod 0755 "$scratch/floor"
+cc -O2 -o "$scratch/interleave" "$here/interleave.c"
+cc -O2 -static -o "$scratch/floor" "$here/namespace_floor.c" 2>/dev/null ||
+  cc -O2 -o "$scratch/floor" "$here/namespace_floor.c"
+chmod 0755 "$scratch/chock" "$scratch/interleave" "$scratch/floor"
 floor_flags=2013396992 # CLONE_NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC
-mkdir "$scratch/out"
-chmod 1777 "$scratch/out"
 
-median() { # json file, command index
-  python3 -c "import json,sys,statistics; r=json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]; print('%.2f' % (statistics.median(r['times'])*1000))" "$1" "$2"
-}
-
-run_as() { # label, prefix: hyperfine itself runs as the caller measured
+run_as() { # label, prefix: the driver itself runs as the caller measured
   label=$1
   shift
-  json="$scratch/out/$(echo "$label" | tr -c 'a-z0-9\n' _).json"
-  "$@" hyperfine -N --warmup 30 --runs "$runs" --export-json "$json" \
-    "$scratch/chock sandbox -- /bin/true" "$bwrap_cmd" "$scratch/floor $floor_flags" >/dev/null
-  c=$(median "$json" 0)
-  b=$(median "$json" 1)
-  f=$(median "$json" 2)
-  ratio=$(python3 -c "print('%.2f' % ($c / $b))")
-  echo "| $label | $c | $b | $ratio | $f |"
+  # shellcheck disable=SC2086
+  "$@" "$scratch/interleave" "$runs" 30 "$scratch/chock" sandbox -- /bin/true :: $bwrap_cmd :: \
+    "$scratch/floor" $floor_flags >"$scratch/out"
+  # Each line: median p10 p90 command...
+  awk -v label="$label" '
+    NR == 1 { c = $1; cr = sprintf("%.2f-%.2f", $2, $3) }
+    NR == 2 { b = $1; br = sprintf("%.2f-%.2f", $2, $3) }
+    NR == 3 { f = $1; fr = sprintf("%.2f-%.2f", $2, $3) }
+    END { printf "| %s | %.2f (%s) | %.2f (%s) | %.2f | %.2f (%s) | %.2f |\n", label, c, cr, b, br, c / b, f, fr, f / b }
+  ' "$scratch/out"
 }
 
-echo "| caller | chock sandbox median (ms) | bwrap median (ms) | chock / bwrap | kernel floor (ms) |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| caller | chock sandbox, ms (p10-p90) | bwrap, ms (p10-p90) | chock / bwrap | kernel floor, ms | floor / bwrap |"
+echo "| --- | --- | --- | --- | --- | --- |"
 if [ "$(id -u)" = 0 ]; then
   run_as root env
   run_as "uid 61000" setpriv --reuid=61000 --regid=61000 --clear-groups

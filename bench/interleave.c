@@ -1,0 +1,83 @@
+// Times several commands in turns: round r runs every command once, in an
+// order that rotates with r, so a change in the machine's load (this is a
+// shared 2-core guest) falls on all of them alike. hyperfine runs each
+// command's runs back to back instead, which lets a load change between two
+// blocks pass for a difference between two programs.
+//   interleave RUNS WARMUP CMD1 [ARG...] :: CMD2 [ARG...] :: ...
+// Prints one line a command: the median and the 10th and 90th percentiles of
+// its wall time in milliseconds, then the command. Output of the commands
+// goes to /dev/null; a command that exits non-zero stops the run.
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char** environ;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int compare(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: interleave RUNS WARMUP CMD [ARG...] [:: CMD [ARG...]]...\n");
+    return 2;
+  }
+  const int runs = atoi(argv[1]);
+  const int warmup = atoi(argv[2]);
+  char** cmds[32];
+  int ncmd = 0;
+  cmds[ncmd++] = &argv[3];
+  for (int i = 3; i < argc; ++i) {
+    if (strcmp(argv[i], "::") == 0) {
+      argv[i] = NULL;
+      if (ncmd == 32 || i + 1 >= argc) return 2;
+      cmds[ncmd++] = &argv[i + 1];
+    }
+  }
+  double* times = calloc((size_t)ncmd * (size_t)runs, sizeof *times);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  for (int r = -warmup; r < runs; ++r) {
+    for (int k = 0; k < ncmd; ++k) {
+      const int c = ((r < 0 ? -r : r) + k) % ncmd;
+      const double start = now_ms();
+      pid_t pid;
+      if (posix_spawn(&pid, cmds[c][0], &fa, NULL, cmds[c], environ) != 0) {
+        perror(cmds[c][0]);
+        return 1;
+      }
+      int status;
+      if (waitpid(pid, &status, 0) != pid) return 1;
+      const double took = now_ms() - start;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "interleave: %s failed (status %d)\n", cmds[c][0], status);
+        return 1;
+      }
+      if (r >= 0) times[c * runs + r] = took;
+    }
+  }
+  for (int c = 0; c < ncmd; ++c) {
+    double* t = times + c * runs;
+    qsort(t, (size_t)runs, sizeof *t, compare);
+    printf("%.3f %.3f %.3f", t[runs / 2], t[runs / 10], t[runs * 9 / 10]);
+    for (char** a = cmds[c]; *a != NULL; ++a) printf(" %s", *a);
+    printf("\n");
+  }
+  free(times);
+  return 0;
+}
