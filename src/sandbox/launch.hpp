@@ -32,6 +32,11 @@ class CloneStack {
     char* end = bytes_.get() + size_;
     return end - (reinterpret_cast<std::uintptr_t>(end) & 15U);
   }
+  // clone3's view: the lowest address and the size up to top().
+  [[nodiscard]] void* base() const noexcept { return bytes_.get(); }
+  [[nodiscard]] std::size_t size() const noexcept {
+    return static_cast<std::size_t>(static_cast<char*>(top()) - bytes_.get());
+  }
 
  private:
   std::unique_ptr<char[]> bytes_;

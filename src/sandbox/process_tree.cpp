@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -15,6 +14,7 @@
 #include <cstring>
 
 #include "sandbox/capabilities.hpp"
+#include "sandbox/clone_on_stack.hpp"
 #include "sandbox/steps.hpp"
 #include "util/syscalls.hpp"
 
@@ -175,8 +175,7 @@ void forward_signal(int sig) {
   // rebuild it. Neither touches what the other writes.
   int program_pidfd = -1;
   ProgramStart start{&l, seized[0]};
-  const int pid =
-      clone(program_entry, l.program_stack.top(), CLONE_VM | CLONE_PIDFD | SIGCHLD, &start, &program_pidfd);
+  const long pid = clone_on_stack(&program_pidfd, -1, CLONE_VM, l.program_stack, program_entry, &start);
   if (pid < 0) fail_step(channel, {Step::clone_program, errno, -1});
   close(seized[0]);
   // Watched before it can exec (it waits for the byte), while both of us

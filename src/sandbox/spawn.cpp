@@ -4,7 +4,6 @@
 // process_tree.cpp.
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -15,6 +14,7 @@
 #include <cstring>
 
 #include "chock/sandbox.hpp"
+#include "sandbox/clone_on_stack.hpp"
 #include "sandbox/launch.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/process_tree.hpp"
@@ -213,24 +213,19 @@ Expected<Child> spawn(const Config& config) {
   state->result.write_execute_relaxed = config.allow_jit;
   state->result.landlock = landlock::report(l.landlock);
   state->start = std::chrono::steady_clock::now();
+  // The middle shares this process's memory (CLONE_VM: nothing is copied to
+  // make it) on a stack of its own, and CLONE_VFORK holds this thread until
+  // it has made the keeper (or failed) and ended. Made inside the cgroup, if
+  // any, so nothing of the call is ever outside it.
   int middle_pidfd = -1;
-  long middle = -1;
-  if (limits->clone_cgroup_fd >= 0) {
-    // Made inside the cgroup, so nothing of the call is ever outside it. clone3
-    // cannot start a child on a stack of its own without assembly, so this one
-    // is an ordinary fork.
-    middle = sandbox::clone_with_pidfd(&middle_pidfd, limits->clone_cgroup_fd);
-    if (middle == 0) sandbox::middle_entry(&l);
+  constexpr std::uint64_t kMiddle = CLONE_VM | CLONE_VFORK;
+  long middle = sandbox::clone_on_stack(&middle_pidfd, limits->clone_cgroup_fd, kMiddle, l.middle_stack,
+                                        sandbox::middle_entry, &l);
+  if (middle < 0 && limits->clone_cgroup_fd >= 0) {
     // A supplied cgroup refuses rather than runs outside it; a managed one is
     // dropped (and says why) and the call runs under the rlimit floor.
-    if (middle < 0)
-      if (auto refused = limits->placement_failed(errno)) return *std::move(refused);
-  }
-  if (middle < 0) {
-    // CLONE_VFORK: this thread waits here until the middle has made the keeper
-    // (or failed) and ended; CLONE_VM: the middle copies nothing to do it.
-    middle = clone(sandbox::middle_entry, l.middle_stack.top(),
-                   CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &l, &middle_pidfd);
+    if (auto refused = limits->placement_failed(errno)) return *std::move(refused);
+    middle = sandbox::clone_on_stack(&middle_pidfd, -1, kMiddle, l.middle_stack, sandbox::middle_entry, &l);
   }
   if (middle < 0) return sys_error("clone the sandbox's first process");
   UniqueFd middle_fd(middle_pidfd);

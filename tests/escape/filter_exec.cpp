@@ -6,6 +6,10 @@
 // filter-exec --hide-landlock -- PROGRAM [ARGS...]
 // Instead makes landlock_create_ruleset answer ENOSYS, as on a kernel without
 // Landlock, and execs PROGRAM (chock itself) with nothing else changed.
+//
+// filter-exec --hide-clone3 -- PROGRAM [ARGS...]
+// The same for clone3, as on a kernel before 5.3 or under a container
+// runtime's filter that does not know it.
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -13,18 +17,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "chock/error.hpp"
 #include "sandbox/seccomp.hpp"
 
 namespace {
 
-int hide_landlock_and_exec(char** command) {
+int hide_and_exec(int syscall_number, char** command) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (ctx == nullptr ||
-      seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) != 0 ||
+  if (ctx == nullptr || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), syscall_number, 0) != 0 ||
       seccomp_load(ctx) != 0) {
-    std::fprintf(stderr, "filter-exec: could not hide Landlock\n");
+    std::fprintf(stderr, "filter-exec: could not hide system call %d\n", syscall_number);
     return 125;
   }
   seccomp_release(ctx);
@@ -38,11 +42,14 @@ int hide_landlock_and_exec(char** command) {
 int main(int argc, char** argv) {
   bool allow_jit = false;
   int first = 1;
-  if (first < argc && std::strcmp(argv[first], "--hide-landlock") == 0) {
-    ++first;
-    if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
-    if (first >= argc) return 125;
-    return hide_landlock_and_exec(argv + first);
+  for (const auto& [flag, number] : {std::pair{"--hide-landlock", SCMP_SYS(landlock_create_ruleset)},
+                                     std::pair{"--hide-clone3", SCMP_SYS(clone3)}}) {
+    if (first < argc && std::strcmp(argv[first], flag) == 0) {
+      ++first;
+      if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
+      if (first >= argc) return 125;
+      return hide_and_exec(number, argv + first);
+    }
   }
   if (first < argc && std::strcmp(argv[first], "--allow-jit") == 0) {
     allow_jit = true;

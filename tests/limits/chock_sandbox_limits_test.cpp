@@ -4,8 +4,10 @@
 // stderr, and the --result JSON. Also runs in the test VM (tests/vm), where
 // the managed cgroup is ok instead of unsupported.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -303,6 +305,34 @@ TEST(ChockSandboxLimits, SuppliedCgroupThatIsNotCgroup2IsRefused) {
         << r.out.err;
     EXPECT_FALSE(chock::test::exists(w / "w/ran"));
   }
+}
+
+// Where clone3 answers ENOSYS (a kernel before 5.3, a container's filter),
+// every process of the call is made with clone(2) instead, and a supplied
+// cgroup, which only clone3 can place a process in, is refused.
+TEST(ChockSandboxLimits, WhereClone3AnswersEnosysTheCallRunsAndASuppliedCgroupIsRefused) {
+  TempDir dir("chock-sandbox-enosys");
+  std::string w = open_dir(dir);
+  SandboxRun r = chock::test::limits::run_with_result(
+      {program("filter-exec"), "--hide-clone3", "--", chock::test::chock_binary(), "sandbox", "--ro",
+       chock::test::stage_dir(), "--rw", w},
+      {}, {"/bin/sh", "-c", "touch " + w + "/ran"});
+  EXPECT_EQ(r.out.status, 0) << r.out.err;
+  EXPECT_TRUE(chock::test::exists(w + "/ran"));
+  EXPECT_EQ(r.result["exit_code"], 0);
+
+  std::string cgroup;
+  for (const char* d : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    struct statfs fs {};
+    if (cgroup.empty() && ::statfs(d, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) cgroup = d;
+  }
+  if (cgroup.empty()) GTEST_SKIP() << "no cgroup2 mount at /sys/fs/cgroup or /sys/fs/cgroup/unified";
+  Output refused = chock::test::run_process({program("filter-exec"), "--hide-clone3", "--",
+                                             chock::test::chock_binary(), "sandbox", "--cgroup", cgroup, "--",
+                                             "/bin/sh", "-c", "touch " + w + "/ran-in-cgroup"});
+  EXPECT_EQ(refused.status, 125) << refused.err;
+  EXPECT_NE(refused.err.find("supplied cgroup: clone3 is not available"), std::string::npos) << refused.err;
+  EXPECT_FALSE(chock::test::exists(w + "/ran-in-cgroup"));
 }
 
 TEST(ChockSandboxLimits, ValuesChockCannotHonourAreOneLineAnd125) {

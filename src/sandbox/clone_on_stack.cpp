@@ -1,0 +1,99 @@
+#include "sandbox/clone_on_stack.hpp"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+
+#include "util/syscalls.hpp"
+
+// The raw call: returns what the kernel returned (the pid, or -errno) in the
+// parent; the child starts on the new stack with every register but the
+// result and the stack pointer as the parent's, so fn and arg are kept in
+// registers the system call preserves, and the child calls fn and exits.
+extern "C" long chock_clone3_raw(chock::sys::CloneArgs* args, unsigned long size, int (*fn)(void*),
+                                 void* arg);
+
+#if defined(__x86_64__)
+asm(R"(
+  .pushsection .text
+  .globl chock_clone3_raw
+  .type chock_clone3_raw, @function
+chock_clone3_raw:
+  mov %rdx, %r8
+  mov %rcx, %r9
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jz 1f
+  ret
+1:
+  xor %ebp, %ebp
+  mov %r9, %rdi
+  call *%r8
+  mov %eax, %edi
+  mov $60, %eax
+  syscall
+  hlt
+  .size chock_clone3_raw, .-chock_clone3_raw
+  .popsection
+)");
+#define CHOCK_HAS_CLONE3_RAW 1
+#elif defined(__aarch64__)
+asm(R"(
+  .pushsection .text
+  .globl chock_clone3_raw
+  .type chock_clone3_raw, %function
+chock_clone3_raw:
+  mov x9, x2
+  mov x10, x3
+  mov x8, #435
+  svc #0
+  cbz x0, 1f
+  ret
+1:
+  mov x29, #0
+  mov x30, #0
+  mov x0, x10
+  blr x9
+  mov x8, #93
+  svc #0
+  brk #0
+  .size chock_clone3_raw, .-chock_clone3_raw
+  .popsection
+)");
+#define CHOCK_HAS_CLONE3_RAW 1
+#endif
+
+namespace chock::sandbox {
+
+long clone_on_stack(int* pidfd, int cgroup_fd, std::uint64_t flags, const CloneStack& stack, int (*fn)(void*),
+                    void* arg) noexcept {
+#ifdef CHOCK_HAS_CLONE3_RAW
+  static_assert(SYS_clone3 == 435, "the assembly above names clone3 by number");
+  sys::CloneArgs args;
+  args.flags = CLONE_PIDFD | flags;
+  args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack.base());
+  args.stack_size = stack.size();
+  if (cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+  }
+  const long rc = chock_clone3_raw(&args, sizeof args, fn, arg);
+  if (rc >= 0) return rc;
+  errno = static_cast<int>(-rc);
+  if (errno != ENOSYS || cgroup_fd >= 0) return -1;
+#else
+  if (cgroup_fd >= 0) {
+    errno = ENOSYS;
+    return -1;
+  }
+#endif
+  // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
+  return ::clone(fn, stack.top(), static_cast<int>(CLONE_PIDFD | flags) | SIGCHLD, arg, pidfd);
+}
+
+}  // namespace chock::sandbox
