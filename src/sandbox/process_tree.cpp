@@ -124,12 +124,13 @@ void reset_signals(std::uint64_t ignored) noexcept {
 // keeper never returns), and the two share memory until the exec.
 struct ProgramStart {
   Launch* launch;
-  int seized;
+  int seized[2];  // the pipe the keeper writes to once it watches the program
 };
 
 int program_entry(void* arg) {
   auto* start = static_cast<ProgramStart*>(arg);
-  program_main(*start->launch, start->seized);
+  close(start->seized[1]);  // so a keeper that died before writing reads as EOF
+  program_main(*start->launch, start->seized[0]);
 }
 
 // The program has ended; what it left behind (a daemon, a stopped child) is
@@ -174,7 +175,7 @@ void forward_signal(int sig) {
   // stack of its own): no copy of the address space, no page faults to
   // rebuild it. Neither touches what the other writes.
   int program_pidfd = -1;
-  ProgramStart start{&l, seized[0]};
+  ProgramStart start{&l, {seized[0], seized[1]}};
   const long pid = clone_on_stack(&program_pidfd, -1, CLONE_VM, l.program_stack, program_entry, &start);
   if (pid < 0) fail_step(channel, {Step::clone_program, errno, -1});
   close(seized[0]);
