@@ -61,7 +61,6 @@ MountOp tmpfs_op(const std::string& target, const char* mode, std::uint64_t size
   op.ours = true;
   op.fs_options = std::string("mode=") + mode + ",size=" + std::to_string(size);
   op.attrs = attrs;
-  op.read_only = false;
   op.access = Access::read_write;
   return op;
 }
@@ -110,10 +109,10 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
                      (S_ISDIR(st.st_mode) ? " (this is a directory: use --ro)" : ""),
                  "", 0, Errc::bad_config};
   }
-  op.read_only = bind.access != Access::read_write;
   op.access = bind.access == Access::read_only && op.file ? Access::read_only_file : bind.access;
   op.landlock = true;
-  op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op.read_only ? MOUNT_ATTR_RDONLY : 0);
+  op.attrs =
+      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (bind.access != Access::read_write ? MOUNT_ATTR_RDONLY : 0);
   if (clone_now) {
     op.detached.reset(
         sys::open_tree(fd->get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
@@ -146,7 +145,6 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
     auto fd = open_source(*fields[i], label + " (" + *fields[i] + ")");
     if (!fd) return std::move(fd).error();
   }
-  op.read_only = false;
   op.access = Access::read_write;
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -165,7 +163,6 @@ Expected<void> add_host_node(MountPlan& plan, const std::string& path, std::stri
   op.source = path;
   op.file = true;
   op.ours = true;
-  op.read_only = false;
   if (clone_now) {
     auto fd = open_source(path, path);
     if (!fd) return std::move(fd).error();
@@ -227,7 +224,6 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
   pts.ours = true;
   pts.fs_options = "ptmxmode=0666,mode=0620";
   pts.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-  pts.read_only = false;
   plan.ops.push_back(std::move(pts));
   struct Link {
     const char* target;
@@ -341,6 +337,22 @@ int open_beneath(int dir, const char* name, bool directory) noexcept {
                       kResolveSafe | RESOLVE_BENEATH);
 }
 
+// "a/b/c": "a/b" into `parent`, and "c" returned. A path with no slash is
+// returned as it is (its parent is the root). nullptr (ENAMETOOLONG) when the
+// parent does not fit.
+const char* split_parent(const char* rel, char (&parent)[PATH_MAX]) noexcept {
+  const char* slash = std::strrchr(rel, '/');
+  if (slash == nullptr) return rel;
+  auto n = static_cast<size_t>(slash - rel);
+  if (n >= sizeof parent) {
+    errno = ENAMETOOLONG;
+    return nullptr;
+  }
+  std::memcpy(parent, rel, n);
+  parent[n] = '\0';
+  return slash + 1;
+}
+
 bool make_node(int dir, const char* name, bool file) noexcept {
   int rc = file ? mknodat(dir, name, S_IFREG | 0444, 0) : mkdirat(dir, name, 0755);
   return rc == 0 || errno == EEXIST;
@@ -383,21 +395,15 @@ int walk_target(int root, const char* rel, bool file, bool create) noexcept {
 int caller_target(int root, const char* rel, bool file) noexcept {
   int fd = open_beneath(root, rel, !file);
   if (fd >= 0 || errno != ENOENT) return fd;
-  const char* slash = std::strrchr(rel, '/');
-  if (slash == nullptr) return walk_target(root, rel, file, true);
   char parent_path[PATH_MAX];
-  auto n = static_cast<size_t>(slash - rel);
-  if (n >= sizeof parent_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  std::memcpy(parent_path, rel, n);
-  parent_path[n] = '\0';
+  const char* leaf = split_parent(rel, parent_path);
+  if (leaf == nullptr) return -1;
+  if (leaf == rel) return walk_target(root, rel, file, true);
   int parent = open_beneath(root, parent_path, true);
   if (parent < 0 && errno == ENOENT) parent = walk_target(root, parent_path, false, true);
   if (parent < 0) return -1;
-  make_node(parent, slash + 1, file);
-  fd = open_beneath(parent, slash + 1, !file);
+  make_node(parent, leaf, file);
+  fd = open_beneath(parent, leaf, !file);
   close_keeping_errno(parent);
   return fd;
 }
@@ -469,22 +475,16 @@ bool write_notice(int root) noexcept {
 }
 
 bool cover(const MountOp& op, int root) noexcept {
-  const char* slash = std::strrchr(op.target.c_str(), '/');
+  char parent[PATH_MAX];
+  const char* leaf = split_parent(op.target.c_str(), parent);
+  if (leaf == nullptr) return false;
   int dir = root;
-  if (slash != nullptr) {
-    char parent[PATH_MAX];
-    auto n = static_cast<size_t>(slash - op.target.c_str());
-    if (n >= sizeof parent) {
-      errno = ENAMETOOLONG;
-      return false;
-    }
-    std::memcpy(parent, op.target.c_str(), n);
-    parent[n] = '\0';
+  if (leaf != op.target.c_str()) {
     // Walked link-free, and never created: what is not there needs no cover.
     dir = walk_target(root, parent, false, false);
     if (dir < 0) return errno == ENOENT;
   }
-  bool ok = cover_with(root, kNoticeFile, dir, slash != nullptr ? slash + 1 : op.target.c_str());
+  bool ok = cover_with(root, kNoticeFile, dir, leaf);
   if (dir != root) close_keeping_errno(dir);
   return ok || errno == ENOENT;  // nothing there to cover
 }

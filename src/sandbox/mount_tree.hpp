@@ -40,7 +40,6 @@ struct MountOp {
   bool ours = false;             // `target` lies in a file system Chock made (the new root, /dev),
                                  // so it is made and reached by name; a caller's path is walked link-free
   bool recursive = false;        // seal: the whole subtree
-  bool read_only = true;
   Access access = Access::read_only;  // for the Landlock rule this mount implies
   bool landlock = false;              // whether this mount gets a Landlock rule of its own
   std::uint64_t attrs = 0;            // MOUNT_ATTR_* for a new filesystem or a bind

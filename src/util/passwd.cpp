@@ -40,7 +40,7 @@ std::optional<PasswdEntry> passwd_entry(uid_t uid) {
     unsigned long u = 0;
     unsigned long g = 0;
     if (!parse_id(field(line, 2), u) || u != uid || !parse_id(field(line, 3), g)) continue;
-    return PasswdEntry{uid, static_cast<gid_t>(g), std::string(field(line, 5))};
+    return PasswdEntry{static_cast<gid_t>(g), std::string(field(line, 5))};
   }
   return std::nullopt;
 }

@@ -11,7 +11,6 @@
 namespace chock {
 
 struct PasswdEntry {
-  uid_t uid = 0;
   gid_t gid = 0;
   std::string home;
 };

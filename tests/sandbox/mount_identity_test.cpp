@@ -237,7 +237,7 @@ TEST(Identity, GidMapsToItselfAndSetgroupsIsDenied) {
 }
 
 TEST(Identity, SecurebitsAreLockedAndNoCapabilityIsLeft) {
-  // What drop_capabilities sets; KEEP_CAPS itself is never set (exec clears it anyway).
+  // What restrict_inherited_capabilities sets; KEEP_CAPS itself is never set (exec clears it anyway).
   constexpr unsigned kLocked = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                                SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
                                SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
