@@ -13,7 +13,7 @@
 
 #include "doctor/probes.hpp"
 #include "sandbox/cgroup.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/clone.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::doctor {

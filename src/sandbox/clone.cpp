@@ -1,8 +1,9 @@
-#include "sandbox/clone_on_stack.hpp"
+#include "sandbox/clone.hpp"
 
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -68,20 +69,40 @@ chock_clone3_raw:
 
 namespace chock::sandbox {
 
-long clone_on_stack(int* pidfd, int cgroup_fd, std::uint64_t flags, const CloneStack& stack, int (*fn)(void*),
-                    void* arg) noexcept {
-#ifdef CHOCK_HAS_CLONE3_RAW
-  static_assert(SYS_clone3 == 435, "the assembly above names clone3 by number");
+namespace {
+
+sys::CloneArgs pidfd_args(int* pidfd, int cgroup_fd, std::uint64_t flags) noexcept {
   sys::CloneArgs args;
   args.flags = CLONE_PIDFD | flags;
   args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
-  args.exit_signal = SIGCHLD;
-  args.stack = reinterpret_cast<std::uint64_t>(stack.base());
-  args.stack_size = stack.size();
+  // A CLONE_PARENT child's exit signal is its parent's; clone3 wants 0 here.
+  args.exit_signal = (flags & CLONE_PARENT) != 0 ? 0 : SIGCHLD;
   if (cgroup_fd >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
   }
+  return args;
+}
+
+}  // namespace
+
+long clone_with_pidfd(int* pidfd, int cgroup_fd, std::uint64_t flags) noexcept {
+  sys::CloneArgs args = pidfd_args(pidfd, cgroup_fd, flags);
+  long pid = sys::clone3(&args);
+  if (pid < 0 && errno == ENOSYS && cgroup_fd < 0) {
+    // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
+    pid = syscall(SYS_clone, args.flags | args.exit_signal, nullptr, pidfd, nullptr, nullptr);
+  }
+  return pid;
+}
+
+long clone_on_stack(int* pidfd, int cgroup_fd, std::uint64_t flags, const CloneStack& stack, int (*fn)(void*),
+                    void* arg) noexcept {
+#ifdef CHOCK_HAS_CLONE3_RAW
+  static_assert(SYS_clone3 == 435, "the assembly above names clone3 by number");
+  sys::CloneArgs args = pidfd_args(pidfd, cgroup_fd, flags);
+  args.stack = reinterpret_cast<std::uint64_t>(stack.base());
+  args.stack_size = stack.size();
   const long rc = chock_clone3_raw(&args, sizeof args, fn, arg);
   if (rc >= 0) return rc;
   errno = static_cast<int>(-rc);
@@ -92,7 +113,7 @@ long clone_on_stack(int* pidfd, int cgroup_fd, std::uint64_t flags, const CloneS
     return -1;
   }
 #endif
-  // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
+  // glibc's clone() for clone(2), which has had CLONE_PIDFD since 5.2.
   return ::clone(fn, stack.top(), static_cast<int>(CLONE_PIDFD | flags) | SIGCHLD, arg, pidfd);
 }
 

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "sandbox/capabilities.hpp"
-#include "sandbox/clone_on_stack.hpp"
+#include "sandbox/clone.hpp"
 #include "sandbox/steps.hpp"
 #include "util/syscalls.hpp"
 
@@ -228,24 +228,6 @@ void forward_signal(int sig) {
 }
 
 }  // namespace
-
-long clone_with_pidfd(int* pidfd, int cgroup_fd, std::uint64_t flags) noexcept {
-  sys::CloneArgs args;
-  args.flags = CLONE_PIDFD | flags;
-  args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
-  // A CLONE_PARENT child's exit signal is its parent's; clone3 wants 0 here.
-  args.exit_signal = (flags & CLONE_PARENT) != 0 ? 0 : SIGCHLD;
-  if (cgroup_fd >= 0) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
-  }
-  long pid = sys::clone3(&args);
-  if (pid < 0 && errno == ENOSYS && cgroup_fd < 0) {
-    // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
-    pid = syscall(SYS_clone, CLONE_PIDFD | flags | args.exit_signal, nullptr, pidfd, nullptr, nullptr);
-  }
-  return pid;
-}
 
 int middle_entry(void* arg) {
   Launch& l = *static_cast<Launch*>(arg);

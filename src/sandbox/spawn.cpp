@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "chock/sandbox.hpp"
-#include "sandbox/clone_on_stack.hpp"
+#include "sandbox/clone.hpp"
 #include "sandbox/launch.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/process_tree.hpp"
