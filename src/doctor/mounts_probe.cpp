@@ -24,8 +24,9 @@ constexpr long long kTmpfsFill = 2 << 20;
 // Drops to the call's uid and enters a user and mount namespace.
 bool enter(const sandbox::Identity& identity, const Reporter& out) noexcept {
   sandbox::StepFailure f;
-  if (!sandbox::drop_to_identity(identity, &f)) return out.fail("drop to the uid a call runs as", f.error);
-  if (!sandbox::enter_namespaces(identity, &f)) {
+  if (!sandbox::drop_to_identity(identity, true, &f))
+    return out.fail("drop to the uid a call runs as", f.error);
+  if (!sandbox::enter_namespaces(identity, true, &f)) {
     const char* step =
         f.step == sandbox::Step::unshare ? "unshare(CLONE_NEWUSER|CLONE_NEWNS)" : sandbox::step_name(f.step);
     return out.fail(step, f.error);

@@ -135,7 +135,7 @@ void check_namespace(const Probe& p, const Reporter& out) noexcept {
 
 void probe_body(const Probe& p, const Reporter& out) noexcept {
   sandbox::StepFailure f;
-  if (!sandbox::drop_to_identity(p.identity, &f) || !sandbox::enter_namespaces(p.identity, &f)) {
+  if (!sandbox::drop_to_identity(p.identity, true, &f) || !sandbox::enter_namespaces(p.identity, true, &f)) {
     out.fail(step_text(*p.c, f.step), f.error);
     return;
   }

@@ -31,7 +31,7 @@ void pidfd_body(const Reporter& out) noexcept {
   int pidfd = -1;
   const long pid = sandbox::clone_with_pidfd(&pidfd, -1);
   if (pid < 0) {
-    out.fail("clone3(CLONE_PIDFD)", errno);
+    out.fail("clone3(CLONE_PIDFD)", static_cast<int>(-pid));
     return;
   }
   if (pid == 0) {
@@ -66,7 +66,7 @@ void cgroup_clone_body(int cgroup_fd, const Reporter& out) noexcept {
   int pidfd = -1;
   const long pid = sandbox::clone_with_pidfd(&pidfd, cgroup_fd);
   if (pid < 0) {
-    out.fail("clone3(CLONE_INTO_CGROUP)", errno);
+    out.fail("clone3(CLONE_INTO_CGROUP)", static_cast<int>(-pid));
     return;
   }
   if (pid == 0) child_exit(0);

@@ -8,14 +8,20 @@
 
 #include <cerrno>
 
+#include "util/syscalls.hpp"
+
 namespace chock::sandbox {
 
 namespace {
 
-bool fail(StepFailure* failure, Step step) noexcept {
+bool fail(StepFailure* failure, Step step, int error = errno) noexcept {
   failure->step = step;
-  failure->error = errno;
+  failure->error = error;
   return false;
+}
+
+bool raw_fail(StepFailure* failure, Step step, long rc) noexcept {
+  return fail(failure, step, static_cast<int>(-rc));
 }
 
 }  // namespace
@@ -26,17 +32,19 @@ bool restrict_inherited_capabilities(StepFailure* failure) noexcept {
   constexpr unsigned long kBits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
                                   SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-  if (prctl(PR_SET_SECUREBITS, kBits, 0, 0, 0) != 0) return fail(failure, Step::capabilities);
+  long rc = sys::raw(SYS_prctl, PR_SET_SECUREBITS, kBits);
+  if (rc < 0) return raw_fail(failure, Step::capabilities, rc);
   // The kernel's last capability is not known at compile time; stop at the
   // first number it does not know.
-  for (unsigned long cap = 0; cap < 64; ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-      if (errno == EINVAL) break;
-      return fail(failure, Step::capabilities);
-    }
+  for (long cap = 0; cap < 64; ++cap) {
+    rc = sys::raw(SYS_prctl, PR_CAPBSET_DROP, cap);
+    if (rc == -EINVAL) break;
+    if (rc < 0) return raw_fail(failure, Step::capabilities, rc);
   }
-  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return fail(failure, Step::capabilities);
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(failure, Step::no_new_privs);
+  if ((rc = sys::raw(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)) < 0)
+    return raw_fail(failure, Step::capabilities, rc);
+  if ((rc = sys::raw(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1)) < 0)
+    return raw_fail(failure, Step::no_new_privs, rc);
   return true;
 }
 

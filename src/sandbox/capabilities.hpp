@@ -12,7 +12,8 @@ namespace chock::sandbox {
 // Locks the securebits (no root semantics, no ambient raise), empties the
 // bounding set, clears the ambient set and sets PR_SET_NO_NEW_PRIVS. The
 // permitted and effective sets are untouched, so the caller can still mount;
-// every process it forks afterwards inherits all four. Async-signal-safe.
+// every process it forks afterwards inherits all four. Async-signal-safe, and
+// leaves errno alone (raw system calls).
 bool restrict_inherited_capabilities(StepFailure* failure) noexcept;
 
 // Zeroes the permitted, effective and inheritable sets of this process.

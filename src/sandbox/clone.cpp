@@ -88,10 +88,10 @@ sys::CloneArgs pidfd_args(int* pidfd, int cgroup_fd, std::uint64_t flags) noexce
 
 long clone_with_pidfd(int* pidfd, int cgroup_fd, std::uint64_t flags) noexcept {
   sys::CloneArgs args = pidfd_args(pidfd, cgroup_fd, flags);
-  long pid = sys::clone3(&args);
-  if (pid < 0 && errno == ENOSYS && cgroup_fd < 0) {
+  long pid = sys::raw(SYS_clone3, sys::arg(&args), sizeof args);
+  if (pid == -ENOSYS && cgroup_fd < 0) {
     // clone(2) has had CLONE_PIDFD since 5.2; the pidfd comes back through parent_tid.
-    pid = syscall(SYS_clone, args.flags | args.exit_signal, nullptr, pidfd, nullptr, nullptr);
+    pid = sys::raw(SYS_clone, static_cast<long>(args.flags | args.exit_signal), 0, sys::arg(pidfd), 0, 0);
   }
   return pid;
 }

@@ -14,8 +14,8 @@ namespace chock::sandbox {
 
 // clone3 with CLONE_PIDFD, `flags` (CLONE_PARENT, say) and CLONE_INTO_CGROUP
 // when cgroup_fd >= 0, falling back to clone(2) where clone3 answers ENOSYS and
-// no cgroup is asked for. Returns the pid (0 in the child) or -1 with errno;
-// *pidfd is set in the parent.
+// no cgroup is asked for. Returns the pid (0 in the child) or -errno, and
+// leaves errno alone (the middle calls it); *pidfd is set in the parent.
 long clone_with_pidfd(int* pidfd, int cgroup_fd, std::uint64_t flags = 0) noexcept;
 
 // The same, the child on `stack` running fn(arg),

@@ -1,6 +1,7 @@
 #include "sandbox/launch.hpp"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,12 +107,31 @@ std::uint64_t ignored_signals() {
 
 }  // namespace
 
-Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, Launch& l,
-                              std::vector<std::string>& labels) {
+static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free,
+              "the plan's state is a futex word");
+
+void Launch::publish_plan(bool ready) noexcept {
+  plan_state_.store(ready ? 1 : -1, std::memory_order_release);
+  sys::raw(SYS_futex, sys::arg(&plan_state_), FUTEX_WAKE_PRIVATE, 1);
+}
+
+bool Launch::await_plan() noexcept {
+  int state = 0;
+  while ((state = plan_state_.load(std::memory_order_acquire)) == 0)
+    sys::raw(SYS_futex, sys::arg(&plan_state_), FUTEX_WAIT_PRIVATE, 0, 0);
+  return state > 0;
+}
+
+Expected<void> prepare_identity(const Config& config, Launch& l) {
   l.caller_pid = getpid();
   auto id = plan_identity(config);
   if (!id) return std::move(id).error();
   l.identity = *id;
+  return {};
+}
+
+Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, Launch& l,
+                              std::vector<std::string>& labels) {
   auto command = prepare_command(config, l);
   if (!command) return command;
   auto mounts = plan_mounts(config, l.identity.drop_from_root);

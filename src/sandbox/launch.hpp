@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "sandbox/rlimits.hpp"
 #include "sandbox/seccomp.hpp"
 #include "util/fd.hpp"
+#include "util/syscalls.hpp"
 
 namespace chock::sandbox {
 
@@ -44,7 +46,14 @@ class CloneStack {
 };
 
 struct Launch {
+  // Set before the middle is made, and only read after.
   Identity identity;
+  UniqueFd channel;  // the child's end of the report channel
+  pid_t caller_pid = 0;
+
+  // The rest is the plan, which the caller builds while the middle enters the
+  // namespaces, and hands over with publish_plan.
+
   MountPlan mounts;
   std::vector<std::string> argv_storage;
   std::vector<std::string> env_storage;
@@ -59,16 +68,36 @@ struct Launch {
   rlimits::Plan rlimits;
   exit_watch::Watch watch;
   UniqueFd dev_null;
-  UniqueFd channel;            // the child's end of the report channel
-  std::vector<int> keep_fds;   // sorted: what the middle keeps open
+  std::vector<int> keep_fds;   // sorted: what the keeper keeps open
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
   CloneStack middle_stack{std::size_t{64} << 10};
   CloneStack program_stack{std::size_t{256} << 10};
-  pid_t caller_pid = 0;
   int rlimit_labels = 0;  // index of the first rlimit in the caller's label table
+
+  // The caller: the plan is complete (true), or there is none (false); the
+  // middle, waiting in await_plan, goes on or ends.
+  void publish_plan(bool ready) noexcept;
+  // The middle: blocks until publish_plan; true when there is a plan. Raw
+  // system calls only.
+  bool await_plan() noexcept;
+
+ private:
+  std::atomic<int> plan_state_{0};  // 0 building, 1 ready, -1 none; a futex word
 };
 
-// Builds a Launch from a Config, and the label table the caller uses to name
+// The middle runs alongside the caller where its system calls can leave
+// errno alone; elsewhere the caller is held until it ends (CLONE_VFORK) and
+// builds the plan first.
+#ifdef CHOCK_HAS_RAW_SYSCALL
+inline constexpr bool kMiddleRunsAlongside = true;
+#else
+inline constexpr bool kMiddleRunsAlongside = false;
+#endif
+
+// Who the call runs as: what the middle needs before the plan.
+Expected<void> prepare_identity(const Config& config, Launch& launch);
+
+// Builds the plan of a Launch from a Config, and the label table the caller uses to name
 // a failed step's object (mount operations, then Landlock rules, then rlimits).
 Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, Launch& launch,
                               std::vector<std::string>& labels);

@@ -10,25 +10,25 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/syscalls.hpp"
+
 namespace chock::sandbox {
 
 namespace {
 
 constexpr uid_t kDefaultRootCallerUid = 65534;
 
-bool write_proc_file(const char* path, const char* text, Step step, StepFailure* failure) noexcept {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *failure = {step, errno, -1};
-    return false;
-  }
-  ssize_t n = write(fd, text, std::strlen(text));
-  int err = errno;
-  close(fd);
-  if (n < 0) {
-    *failure = {step, err, -1};
-    return false;
-  }
+bool failed(StepFailure* failure, Step step, long rc) noexcept {
+  *failure = {step, static_cast<int>(-rc), -1};
+  return false;
+}
+
+bool write_proc_file(int dir, const char* name, const char* text, Step step, StepFailure* failure) noexcept {
+  const long fd = sys::raw(SYS_openat, dir, sys::arg(name), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return failed(failure, step, fd);
+  const long n = sys::raw(SYS_write, fd, sys::arg(text), static_cast<long>(std::strlen(text)));
+  sys::raw(SYS_close, fd);
+  if (n < 0) return failed(failure, step, n);
   return true;
 }
 
@@ -58,32 +58,34 @@ Expected<Identity> plan_identity(const Config& config) {
   return id;
 }
 
-bool drop_to_identity(const Identity& id, StepFailure* failure) noexcept {
+bool drop_to_identity(const Identity& id, bool stay_dumpable, StepFailure* failure) noexcept {
   if (!id.drop_from_root) return true;
-  // The raw calls: glibc's wrappers change the ids of every thread of the
-  // process they believe they are in, which for the middle is the caller's.
-  if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, id.gid, id.gid, id.gid) != 0 ||
-      syscall(SYS_setresuid, id.uid, id.uid, id.uid) != 0) {
-    *failure = {Step::drop_uid, errno, -1};
-    return false;
-  }
-  // A uid change clears "dumpable", which would make /proc/self/uid_map
-  // root's and unwritable to us.
-  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) {
-    *failure = {Step::drop_uid, errno, -1};
-    return false;
-  }
+  long rc = 0;
+  if ((rc = sys::raw(SYS_setgroups, 0, 0)) < 0 ||
+      (rc = sys::raw(SYS_setresgid, id.gid, id.gid, id.gid)) < 0 ||
+      (rc = sys::raw(SYS_setresuid, id.uid, id.uid, id.uid)) < 0)
+    return failed(failure, Step::drop_uid, rc);
+  // The uid change left the memory as dumpable as fs.suid_dumpable says.
+  if ((rc = sys::raw(SYS_prctl, PR_SET_DUMPABLE, stay_dumpable ? 1 : 0)) < 0)
+    return failed(failure, Step::drop_uid, rc);
   return true;
 }
 
-bool enter_namespaces(const Identity& id, StepFailure* failure) noexcept {
-  if (unshare(id.unshare_flags) != 0) {
-    *failure = {Step::unshare, errno, -1};
-    return false;
-  }
-  return write_proc_file("/proc/self/setgroups", "deny", Step::setgroups, failure) &&
-         write_proc_file("/proc/self/uid_map", id.uid_map, Step::uid_map, failure) &&
-         write_proc_file("/proc/self/gid_map", id.gid_map, Step::gid_map, failure);
+bool enter_namespaces(const Identity& id, bool own_maps, StepFailure* failure) noexcept {
+  const long rc = sys::raw(SYS_unshare, id.unshare_flags);
+  if (rc < 0) return failed(failure, Step::unshare, rc);
+  if (!own_maps) return true;
+  const long self = sys::raw(SYS_openat, AT_FDCWD, sys::arg("/proc/self"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (self < 0) return failed(failure, Step::uid_map, self);
+  const bool ok = write_maps(static_cast<int>(self), id, failure);
+  sys::raw(SYS_close, self);
+  return ok;
+}
+
+bool write_maps(int proc_pid_dir, const Identity& id, StepFailure* failure) noexcept {
+  return write_proc_file(proc_pid_dir, "setgroups", "deny", Step::setgroups, failure) &&
+         write_proc_file(proc_pid_dir, "uid_map", id.uid_map, Step::uid_map, failure) &&
+         write_proc_file(proc_pid_dir, "gid_map", id.gid_map, Step::gid_map, failure);
 }
 
 }  // namespace chock::sandbox

@@ -10,8 +10,8 @@
 namespace chock::sandbox {
 
 // Decided before the fork. The caller's uid and gid map to themselves; a
-// root caller first becomes an unprivileged host uid (65534 unless
-// Config::user), so nothing of the call ever holds uid 0.
+// root caller's call runs as an unprivileged host uid (65534 unless
+// Config::user), so no process of the call past its setup holds uid 0.
 struct Identity {
   uid_t uid = 0;
   gid_t gid = 0;
@@ -23,12 +23,21 @@ struct Identity {
 
 Expected<Identity> plan_identity(const Config& config);
 
-// Root callers only: supplementary groups emptied, then gid, then uid.
-// Keeps the process dumpable so it can still write its own id maps.
-bool drop_to_identity(const Identity& identity, StepFailure* failure) noexcept;
+// Raw system calls only, which leave errno alone: the middle runs them
+// while the caller, in the same memory, runs too.
 
-// unshare(USER|NS|PID|IPC[|NET]) in one call, then setgroups=deny and the
-// self-maps. Async-signal-safe.
-bool enter_namespaces(const Identity& identity, StepFailure* failure) noexcept;
+// Root callers only: supplementary groups emptied, then gid, then uid.
+// `stay_dumpable` to write one's own id maps next; a process that shares a
+// root caller's memory must not (every process of its new uid could trace
+// it, and so write into root's memory): the caller writes its maps.
+bool drop_to_identity(const Identity& identity, bool stay_dumpable, StepFailure* failure) noexcept;
+
+// unshare(USER|NS|PID|IPC[|NET]) in one call; with `own_maps`, then
+// setgroups=deny and the self-maps (write_maps on /proc/self).
+bool enter_namespaces(const Identity& identity, bool own_maps, StepFailure* failure) noexcept;
+
+// setgroups=deny, uid_map and gid_map of the process whose /proc/PID is open
+// at `proc_pid_dir`.
+bool write_maps(int proc_pid_dir, const Identity& identity, StepFailure* failure) noexcept;
 
 }  // namespace chock::sandbox

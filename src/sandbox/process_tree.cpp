@@ -162,6 +162,10 @@ void forward_signal(int sig) {
 
 [[noreturn]] void keeper_main(Launch& l) noexcept {
   const int channel = l.channel.get();
+  // The middle shared the caller's descriptors; the keeper has a copy of
+  // them, and keeps only what the call needs (not the caller's end of the
+  // channel, whose closing says the caller died).
+  if (!close_all_but(l.keep_fds)) fail_step(channel, {Step::close_fds, errno, -1});
   // The keeper is the caller's child (CLONE_PARENT). If chock died before the
   // death signal was asked for, the caller's end of the channel has closed.
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -176,12 +180,17 @@ void forward_signal(int sig) {
   // rebuild it. Neither touches what the other writes.
   int program_pidfd = -1;
   ProgramStart start{&l, {seized[0], seized[1]}};
+  // A root caller's middle left this memory not dumpable, which a tracer of
+  // another user namespace needs it to be; only for the seize, since this
+  // memory is a copy of the caller's.
+  if (l.identity.drop_from_root) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   const long pid = clone_on_stack(&program_pidfd, -1, CLONE_VM, l.program_stack, program_entry, &start);
   if (pid < 0) fail_step(channel, {Step::clone_program, errno, -1});
   close(seized[0]);
   // Watched before it can exec (it waits for the byte), while both of us
   // still hold the same capabilities; untraced, the naming is only weaker.
   exit_watch::seize(watch, static_cast<pid_t>(pid));
+  if (l.identity.drop_from_root) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   (void)write(seized[1], "w", 1);
   close(seized[1]);
 
@@ -232,34 +241,43 @@ void forward_signal(int sig) {
 int middle_entry(void* arg) {
   Launch& l = *static_cast<Launch*>(arg);
   const int channel = l.channel.get();
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (getppid() != l.caller_pid) _exit(125);
-  setpgid(0, 0);
-  if (!close_all_but(l.keep_fds)) fail_step(channel, {Step::close_fds, errno, -1});
+  // Raw system calls only until the keeper is made: the caller may run
+  // alongside, in the same memory, so with the same errno. A root caller's
+  // middle in that memory is given its id maps by the caller.
+  const bool own_maps = !(l.identity.drop_from_root && kMiddleRunsAlongside);
+  sys::raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (sys::raw(SYS_getppid) != l.caller_pid) return 125;
+  sys::raw(SYS_setpgid, 0, 0);
   StepFailure f;
-  if (!drop_to_identity(l.identity, &f)) fail_step(channel, f);
+  if (!drop_to_identity(l.identity, own_maps, &f)) fail_step(channel, f);
   // A change of uid clears the death signal (commit_creds): set it again, and
   // check that chock did not die in between, or a root caller's call would
   // outlive a SIGKILL to chock.
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (getppid() != l.caller_pid) _exit(125);
-  if (!enter_namespaces(l.identity, &f)) fail_step(channel, f);
+  sys::raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (sys::raw(SYS_getppid) != l.caller_pid) return 125;
+  if (!enter_namespaces(l.identity, own_maps, &f)) fail_step(channel, f);
   // Once, here: the keeper and the program inherit all of it.
   if (!restrict_inherited_capabilities(&f)) fail_step(channel, f);
+  if (!own_maps) {
+    Record r;
+    r.kind = Record::entered;
+    send_record(channel, r);
+  }
+  if (!l.await_plan()) return 0;  // the caller gave up and says why itself
 
   // The keeper is the caller's own child (CLONE_PARENT), in the middle's
   // cgroup, so the middle ends here and the caller goes on. (A failed first
   // clone in a new pid namespace leaves it unable to hold any process: the
   // cgroup was settled with the middle's own clone, by the caller.)
   int keeper_pidfd = -1;
-  long pid = clone_with_pidfd(&keeper_pidfd, -1, CLONE_PARENT);
-  if (pid < 0) fail_step(channel, {Step::clone_keeper, errno, -1});
+  const long pid = clone_with_pidfd(&keeper_pidfd, -1, CLONE_PARENT);
+  if (pid < 0) fail_step(channel, {Step::clone_keeper, static_cast<int>(-pid), -1});
   if (pid == 0) keeper_main(l);
 
   Record r;
   r.kind = Record::keeper_pidfd;
   send_record(channel, r, keeper_pidfd);
-  _exit(0);
+  return 0;
 }
 
 }  // namespace chock::sandbox

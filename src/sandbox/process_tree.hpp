@@ -1,21 +1,28 @@
 // The three processes of a call:
 //
-//   caller (chock)      clone3(CLONE_VM|CLONE_VFORK|CLONE_PIDFD[|CLONE_INTO_CGROUP])
-//    │                  -> middle, on a stack of its own; held until it ends
-//    ├─ middle          drops a root caller's uid, closes inherited fds,
-//    │                  unshare(USER|NS|PID|IPC[|NET]) in one call, id maps,
-//    │                  gives up what forks inherit; clone3(CLONE_PARENT)
+//   caller (chock)      clone3(CLONE_VM|CLONE_FILES|CLONE_PIDFD[|CLONE_INTO_CGROUP])
+//    │                  -> middle, on a stack of its own; builds the plan
+//    │                  meanwhile, writes a root caller's middle's id maps,
+//    │                  hands the plan over, waits for the middle to end
+//    ├─ middle          drops a root caller's uid (never dumpable after),
+//    │                  unshare(USER|NS|PID|IPC[|NET]) in one call, id maps
+//    │                  (its own unless root's), gives up what forks inherit,
+//    │                  waits for the plan; clone3(CLONE_PARENT)
 //    │                  -> keeper (in the middle's cgroup), sends its pidfd, ends
 //    └─ keeper          the caller's child, pid 1 of the new pid namespace:
-//        │              watches the program's tree end, reaps, forwards
-//        │              signals, exits with its status
+//        │              closes all but the call's descriptors, watches the
+//        │              program's tree end, reaps, forwards signals, exits
+//        │              with its status
 //        └─ program     pid 2, CLONE_VM with the keeper until its exec: setsid,
 //                       mount tree, pivot_root, capabilities, Landlock,
 //                       keyring, seccomp, rlimits, exec
 //
-// The middle runs in the caller's memory on a stack of its own, and the
-// program in the keeper's: system calls only, and no glibc call that acts
-// on the whole process (setresuid in glibc signals every thread of it).
+// The middle runs in the caller's memory, alongside it, on a stack of its
+// own: raw system calls only (errno is shared too), and no glibc call that
+// acts on the whole process (setresuid in glibc signals every thread of it).
+// The program runs in the keeper's memory (a copy of the caller's) until its
+// exec. Where raw system calls are not built (not x86-64 or arm64), the
+// middle shares nothing and the caller waits for it (CLONE_VFORK).
 #pragma once
 
 #include <cstdint>

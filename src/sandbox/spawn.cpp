@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@ struct Child::State {
   bool reaped = false;  // the keeper is gone (or, detached, no longer ours to wait for)
   bool killed = false;
   bool got_status = false;
+  bool middle_entered = false;  // a root caller's middle waits for its id maps
 
   void kill_tree() noexcept {
     // SIGKILL to pid 1 of the namespace ends every process in it.
@@ -58,6 +60,9 @@ struct Child::State {
       }
       case Record::exec_failed:
         result.exec_error = r.error;
+        break;
+      case Record::entered:
+        middle_entered = true;
         break;
       case Record::program_status:
         got_status = true;
@@ -185,19 +190,137 @@ Result Child::wait(int cancel_fd) {
   return s.result;
 }
 
+namespace {
+
+// The middle, from its clone until it has ended: however spawn() leaves, the
+// middle hears whether there is a plan and is reaped before the Launch it
+// reads and runs on goes away.
+class Middle {
+ public:
+  explicit Middle(sandbox::Launch& l) : l_(l) {}
+  Middle(const Middle&) = delete;
+  Middle& operator=(const Middle&) = delete;
+  ~Middle() { finish(false); }
+
+  // Made inside the cgroup, if any, so nothing of the call is ever outside
+  // it. It shares this process's memory and descriptors (CLONE_VM,
+  // CLONE_FILES: nothing is copied to make it) on a stack of its own.
+  Expected<void> start(LimitsSetup& limits) {
+    // Where it cannot run alongside, it shares nothing and holds this thread.
+    constexpr std::uint64_t kFlags = sandbox::kMiddleRunsAlongside ? CLONE_VM | CLONE_FILES : CLONE_VFORK;
+    // A root caller's middle makes this memory not dumpable (see
+    // drop_to_identity); it is given back once the middle has ended.
+    dumpable_ = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    int pidfd = -1;
+    long pid = sandbox::clone_on_stack(&pidfd, limits.clone_cgroup_fd, kFlags, l_.middle_stack,
+                                       sandbox::middle_entry, &l_);
+    if (pid < 0 && limits.clone_cgroup_fd >= 0) {
+      // A supplied cgroup refuses rather than runs outside it; a managed one
+      // is dropped (and says why) and the call runs under the rlimit floor.
+      if (auto refused = limits.placement_failed(errno)) return *std::move(refused);
+      pid = sandbox::clone_on_stack(&pidfd, -1, kFlags, l_.middle_stack, sandbox::middle_entry, &l_);
+    }
+    if (pid < 0) return sys_error("clone the sandbox's first process");
+    fd_.reset(pidfd);
+    pid_ = static_cast<pid_t>(pid);
+    return {};
+  }
+
+  // A root caller's middle shares this memory, so it may not write its own id
+  // maps (see drop_to_identity): once it says it is in its namespaces, this
+  // process writes them. False when it did not get that far (its record says
+  // why) or the maps failed (a setup failure in `state`).
+  bool write_maps(Child::State& state) {
+    while (!state.middle_entered) {
+      pollfd fds[2] = {{state.channel.get(), POLLIN, 0}, {fd_.get(), POLLIN, 0}};
+      if (poll(fds, 2, -1) < 0 && errno != EINTR) return failed(state, sandbox::Step::uid_map, errno);
+      while (state.read_record()) {
+      }
+      if (!state.middle_entered && fds[1].revents != 0) return false;  // it ended
+    }
+    const std::string dir = "/proc/" + std::to_string(pid_);
+    UniqueFd proc(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!proc) return failed(state, sandbox::Step::uid_map, errno);
+    sandbox::StepFailure f;
+    if (!sandbox::write_maps(proc.get(), l_.identity, &f)) return failed(state, f.step, f.error);
+    return true;
+  }
+
+  // Hands over the plan (or says there is none) and waits for the middle to
+  // end: by then every record it sent (the keeper's pidfd, or why it failed)
+  // is in the channel.
+  void finish(bool plan) noexcept {
+    if (!fd_) return;
+    l_.publish_plan(plan);
+    siginfo_t ended{};
+    waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(fd_.get()), &ended, WEXITED);
+    fd_.reset();
+    if (dumpable_ > 0 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0) prctl(PR_SET_DUMPABLE, dumpable_, 0, 0, 0);
+  }
+
+ private:
+  static bool failed(Child::State& state, sandbox::Step step, int error) {
+    Record r;
+    r.kind = Record::setup_failed;
+    r.step = step;
+    r.error = error;
+    state.take(r);
+    return false;
+  }
+
+  sandbox::Launch& l_;
+  UniqueFd fd_;
+  pid_t pid_ = 0;
+  int dumpable_ = -1;
+};
+
+// The plan: everything the keeper and the program need, and what the caller
+// keeps to name a failed step.
+Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, sandbox::Launch& l,
+                            Child::State& state);
+
+}  // namespace
+
 Expected<Child> spawn(const Config& config) {
   auto limits = prepare_limits(config);
   if (!limits) return std::move(limits).error();
   auto state = std::make_unique<Child::State>();
   sandbox::Launch l;
-  if (auto prepared = sandbox::prepare_launch(config, *limits, l, state->labels); !prepared)
-    return std::move(prepared).error();
-
+  if (auto identity = sandbox::prepare_identity(config, l); !identity) return std::move(identity).error();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
     return sys_error("socketpair for the report channel");
   state->channel.reset(pair[0]);
   l.channel.reset(pair[1]);
+  state->timeout = config.timeout;
+  state->start = std::chrono::steady_clock::now();
+
+  // Where it can, the middle enters the namespaces (most of a call's start-up
+  // in the kernel) while this process builds the plan.
+  Middle middle(l);
+  if constexpr (!sandbox::kMiddleRunsAlongside) {
+    if (auto plan = prepare_plan(config, *limits, l, *state); !plan) return std::move(plan).error();
+    l.publish_plan(true);
+  }
+  if (auto started = middle.start(*limits); !started) return std::move(started).error();
+  bool go = true;
+  if constexpr (sandbox::kMiddleRunsAlongside) {
+    if (auto plan = prepare_plan(config, *limits, l, *state); !plan) return std::move(plan).error();
+    if (l.identity.drop_from_root) go = middle.write_maps(*state);
+  }
+  middle.finish(go);
+  while (state->read_record()) {
+  }
+  state->limits = std::move(*limits);
+  return Child(std::move(state));
+}
+
+namespace {
+
+Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, sandbox::Launch& l,
+                            Child::State& state) {
+  if (auto prepared = sandbox::prepare_launch(config, limits, l, state.labels); !prepared)
+    return std::move(prepared).error();
   l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get()};
   l.setup_fds = {l.dev_null.get()};
   for (auto& op : l.mounts.ops) {
@@ -208,36 +331,12 @@ Expected<Child> spawn(const Config& config) {
   }
   std::sort(l.keep_fds.begin(), l.keep_fds.end());
   l.keep_fds.erase(std::unique(l.keep_fds.begin(), l.keep_fds.end()), l.keep_fds.end());
-
-  state->timeout = config.timeout;
-  state->result.write_execute_relaxed = config.allow_jit;
-  state->result.landlock = landlock::report(l.landlock);
-  state->start = std::chrono::steady_clock::now();
-  // The middle shares this process's memory (CLONE_VM: nothing is copied to
-  // make it) on a stack of its own, and CLONE_VFORK holds this thread until
-  // it has made the keeper (or failed) and ended. Made inside the cgroup, if
-  // any, so nothing of the call is ever outside it.
-  int middle_pidfd = -1;
-  constexpr std::uint64_t kMiddle = CLONE_VM | CLONE_VFORK;
-  long middle = sandbox::clone_on_stack(&middle_pidfd, limits->clone_cgroup_fd, kMiddle, l.middle_stack,
-                                        sandbox::middle_entry, &l);
-  if (middle < 0 && limits->clone_cgroup_fd >= 0) {
-    // A supplied cgroup refuses rather than runs outside it; a managed one is
-    // dropped (and says why) and the call runs under the rlimit floor.
-    if (auto refused = limits->placement_failed(errno)) return *std::move(refused);
-    middle = sandbox::clone_on_stack(&middle_pidfd, -1, kMiddle, l.middle_stack, sandbox::middle_entry, &l);
-  }
-  if (middle < 0) return sys_error("clone the sandbox's first process");
-  UniqueFd middle_fd(middle_pidfd);
-  // Every record the middle sent (the keeper's pidfd, or why it failed) is in
-  // the channel once it has ended.
-  siginfo_t ended{};
-  waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(middle_fd.get()), &ended, WEXITED);
-  while (state->read_record()) {
-  }
-  state->limits = std::move(*limits);
-  return Child(std::move(state));
+  state.result.write_execute_relaxed = config.allow_jit;
+  state.result.landlock = landlock::report(l.landlock);
+  return {};
 }
+
+}  // namespace
 
 Expected<Result> run(const Config& config, int cancel_fd) {
   auto child = spawn(config);

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/syscalls.hpp"
+
 namespace chock::sandbox {
 
 const char* step_name(Step step) noexcept {
@@ -92,7 +94,8 @@ void send_record(int channel, const Record& record, int fd_to_pass) noexcept {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
   }
-  while (sendmsg(channel, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  // Raw: the middle sends too, and leaves the errno it shares alone.
+  while (sys::raw(SYS_sendmsg, channel, sys::arg(&msg), MSG_NOSIGNAL) == -EINTR) {
   }
 }
 

@@ -63,6 +63,7 @@ struct Record {
     program_status,    // status (as from wait4), rusage, the keeper's evidence; sent once
                        // every process of the call but the keeper has ended
     keeper_pidfd,      // carries the keeper's pidfd as SCM_RIGHTS
+    entered,           // a root caller's middle is in its namespaces: the caller writes its maps
   };
   std::uint32_t kind = 0;
   Step step = Step::none;
@@ -75,7 +76,8 @@ struct Record {
   exit_watch::Evidence evidence;  // what the keeper saw of how the program's processes ended
 };
 
-// Sends one record (and optionally a descriptor). Async-signal-safe.
+// Sends one record (and optionally a descriptor). Async-signal-safe, and
+// leaves errno alone (a raw system call).
 void send_record(int channel, const Record& record, int fd_to_pass = -1) noexcept;
 
 // Reports a failed step and ends the process with status 125.

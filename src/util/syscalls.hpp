@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 
 #ifndef SYS_open_tree_attr
@@ -25,6 +26,52 @@
 #endif
 
 namespace chock::sys {
+
+// A system call that leaves errno alone: returns the result, or -errno. For
+// code running in a process that shares the caller's memory, and so its
+// errno, while the caller runs too (the middle of a call).
+#if defined(__x86_64__) || defined(__aarch64__)
+#define CHOCK_HAS_RAW_SYSCALL 1
+inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) noexcept {
+#if defined(__x86_64__)
+  long ret = 0;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+#else
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory", "cc");
+  return x0;
+#endif
+}
+#else
+// Elsewhere through syscall(2), which sets errno: the middle then runs with
+// the caller held (CLONE_VFORK), so no one else reads it meanwhile.
+inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) noexcept {
+  const long r = ::syscall(nr, a, b, c, d, e, f);
+  return r < 0 ? -errno : r;
+}
+#endif
+
+// Pointers and descriptors as raw() arguments.
+template <typename T>
+inline long arg(T* p) noexcept {
+  return reinterpret_cast<long>(p);
+}
 
 // struct clone_args as of Linux 5.7 (CLONE_INTO_CGROUP); size 88 bytes.
 struct CloneArgs {
