@@ -73,6 +73,20 @@ std::string unsupported_errno(const std::string& what, int code) {
 
 std::atomic<unsigned> g_counter{0};
 
+// The first of `points` that is a cgroup2 mount and holds the directory of
+// cgroup `own`, taken as a mount of the whole hierarchy (root "/"): statfs
+// and stat where mountinfo is a file the kernel writes out line by line. A
+// mount of a subtree (a container's) seldom holds `own` and falls through.
+std::optional<Mount> usual_cgroup2_mount(const std::vector<std::string>& points, const std::string& own) {
+  for (const auto& point : points) {
+    struct statfs fs {};
+    struct stat dir {};
+    if (::statfs(point.c_str(), &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC) continue;
+    if (::stat((point + own).c_str(), &dir) == 0 && S_ISDIR(dir.st_mode)) return Mount{point, "/"};
+  }
+  return std::nullopt;
+}
+
 bool kernel_has_clone_into_cgroup() {
   utsname u{};
   unsigned major = 0;
@@ -184,14 +198,17 @@ Managed::~Managed() {
 Managed Managed::create(const Limits& limits, const Sources& sources) {
   Managed m;
   m.state_ = CgroupState::unsupported;
-  auto mountinfo = read_path(sources.mountinfo);
-  auto mount = mountinfo ? find_cgroup2_mount(*mountinfo) : std::nullopt;
+  auto self = read_path(sources.self_cgroup);
+  auto own = self ? unified_path(*self) : std::nullopt;
+  auto mount = own ? usual_cgroup2_mount(sources.usual_points, *own) : std::nullopt;
+  if (!mount) {
+    auto mountinfo = read_path(sources.mountinfo);
+    mount = mountinfo ? find_cgroup2_mount(*mountinfo) : std::nullopt;
+  }
   if (!mount) {
     m.reason_ = "no cgroup2 mount";
     return m;
   }
-  auto self = read_path(sources.self_cgroup);
-  auto own = self ? unified_path(*self) : std::nullopt;
   if (!own) {
     m.reason_ = "not in the unified hierarchy: " + sources.self_cgroup + " has no 0:: line";
     return m;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "chock/config.hpp"
 #include "chock/error.hpp"
@@ -22,6 +23,10 @@ inline constexpr std::uint64_t kDefaultMemoryMax = 2ULL << 30;
 struct Sources {
   std::string mountinfo = "/proc/self/mountinfo";
   std::string self_cgroup = "/proc/self/cgroup";
+  // Where cgroup2 is usually mounted, tried first (one statfs each) as a
+  // mount of the whole hierarchy; mountinfo when none is, or when the
+  // caller's cgroup is not below it.
+  std::vector<std::string> usual_points = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
 };
 
 // The mount point of the first cgroup2 mount and the cgroup path it shows as

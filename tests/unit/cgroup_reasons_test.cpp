@@ -4,7 +4,9 @@
 // the walk reads. The machine's own cgroup mounts are never read or written.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <string>
@@ -26,7 +28,7 @@ using chock::test::write_file;
 // the cgroup2 mount point.
 struct FakeMachine {
   TempDir dir{"chock-cgroup-reasons"};
-  Sources sources{dir / "mountinfo", dir / "self_cgroup"};
+  Sources sources{dir / "mountinfo", dir / "self_cgroup", {}};
   std::string point = dir / "cg";
 
   FakeMachine() { ::mkdir(point.c_str(), 0755); }
@@ -75,6 +77,24 @@ TEST(CgroupReasons, MountinfoWithoutCgroup2IsNoCgroup2Mount) {
   f.mountinfo(false);  // only the v1 hierarchies
   f.self_cgroup("4:memory:/x\n0::/\n");
   expect_unsupported(Managed::create(Limits{}, f.sources), "no cgroup2 mount");
+}
+
+// The usual places are tried first, but only a cgroup2 mount that holds the
+// caller's own cgroup is taken: a directory of another file system, or a real
+// cgroup2 mount without it (a container's subtree), leaves it to mountinfo.
+TEST(CgroupReasons, AUsualPlaceThatIsNotTheCallersHierarchyFallsBackToMountinfo) {
+  FakeMachine f;
+  f.mountinfo(false);
+  f.self_cgroup("0::/chock-test-no-such-cgroup/leaf\n");
+  f.sources.usual_points = {f.point};  // a plain directory
+  struct statfs fs {};
+  for (const char* real : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    if (::statfs(real, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC)
+      f.sources.usual_points.emplace_back(real);
+  }
+  expect_unsupported(Managed::create(Limits{}, f.sources), "no cgroup2 mount");
+  if (f.sources.usual_points.size() == 1)
+    GTEST_SKIP() << "no cgroup2 mount on this machine: only the plain directory was tried";
 }
 
 TEST(CgroupReasons, UnreadableMountinfoIsNoCgroup2Mount) {
