@@ -264,7 +264,10 @@ Managed Managed::create(const Limits& limits, const Sources& sources) {
     name = "chock-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
     if (::mkdirat(parent.get(), name.c_str(), 0755) == 0) break;
     if (errno != EEXIST || attempt > 16) {
-      m.reason_ = unsupported_errno("create refused: mkdir " + found + "/" + name, errno);
+      std::string what = "create refused: mkdir " + found;
+      what += "/";
+      what += name;
+      m.reason_ = unsupported_errno(what, errno);
       return m;
     }
   }
