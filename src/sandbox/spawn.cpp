@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "chock/sandbox.hpp"
 #include "sandbox/clone.hpp"
@@ -192,6 +193,27 @@ Result Child::wait(int cancel_fd) {
 
 namespace {
 
+// A root caller's middle makes this process's memory not dumpable (see
+// drop_to_identity): dumpable is the memory's, so one call's end must not
+// give it back while another root middle of this process (another thread's
+// call) still shares it. The last one to end gives back what the first found.
+class RootMiddles {
+ public:
+  static void starting() {
+    std::lock_guard lock(mutex_);
+    if (live_++ == 0) saved_ = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  }
+  static void ended() noexcept {
+    std::lock_guard lock(mutex_);
+    if (--live_ == 0 && saved_ > 0) prctl(PR_SET_DUMPABLE, saved_, 0, 0, 0);
+  }
+
+ private:
+  static inline std::mutex mutex_;
+  static inline int live_ = 0;
+  static inline int saved_ = -1;
+};
+
 // The middle, from its clone until it has ended: however spawn() leaves, the
 // middle hears whether there is a plan and is reaped before the Launch it
 // reads and runs on goes away.
@@ -202,28 +224,15 @@ class Middle {
   Middle& operator=(const Middle&) = delete;
   ~Middle() { finish(false); }
 
-  // Made inside the cgroup, if any, so nothing of the call is ever outside
-  // it. It shares this process's memory and descriptors (CLONE_VM,
-  // CLONE_FILES: nothing is copied to make it) on a stack of its own.
   Expected<void> start(LimitsSetup& limits) {
-    // Where it cannot run alongside, it shares nothing and holds this thread.
-    constexpr std::uint64_t kFlags = sandbox::kMiddleRunsAlongside ? CLONE_VM | CLONE_FILES : CLONE_VFORK;
-    // A root caller's middle makes this memory not dumpable (see
-    // drop_to_identity); it is given back once the middle has ended.
-    dumpable_ = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-    int pidfd = -1;
-    long pid = sandbox::clone_on_stack(&pidfd, limits.clone_cgroup_fd, kFlags, l_.middle_stack,
-                                       sandbox::middle_entry, &l_);
-    if (pid < 0 && limits.clone_cgroup_fd >= 0) {
-      // A supplied cgroup refuses rather than runs outside it; a managed one
-      // is dropped (and says why) and the call runs under the rlimit floor.
-      if (auto refused = limits.placement_failed(errno)) return *std::move(refused);
-      pid = sandbox::clone_on_stack(&pidfd, -1, kFlags, l_.middle_stack, sandbox::middle_entry, &l_);
+    root_ = l_.identity.drop_from_root && sandbox::kMiddleRunsAlongside;
+    if (root_) RootMiddles::starting();
+    auto made = make(limits);
+    if (!made && root_) {
+      RootMiddles::ended();
+      root_ = false;
     }
-    if (pid < 0) return sys_error("clone the sandbox's first process");
-    fd_.reset(pidfd);
-    pid_ = static_cast<pid_t>(pid);
-    return {};
+    return made;
   }
 
   // A root caller's middle shares this memory, so it may not write its own id
@@ -255,10 +264,31 @@ class Middle {
     siginfo_t ended{};
     waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(fd_.get()), &ended, WEXITED);
     fd_.reset();
-    if (dumpable_ > 0 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0) prctl(PR_SET_DUMPABLE, dumpable_, 0, 0, 0);
+    if (root_) RootMiddles::ended();
   }
 
  private:
+  // Made inside the cgroup, if any, so nothing of the call is ever outside
+  // it. It shares this process's memory and descriptors (CLONE_VM,
+  // CLONE_FILES: nothing is copied to make it) on a stack of its own; where
+  // it cannot run alongside, it shares nothing and holds this thread.
+  Expected<void> make(LimitsSetup& limits) {
+    constexpr std::uint64_t kFlags = sandbox::kMiddleRunsAlongside ? CLONE_VM | CLONE_FILES : CLONE_VFORK;
+    int pidfd = -1;
+    long pid = sandbox::clone_on_stack(&pidfd, limits.clone_cgroup_fd, kFlags, l_.middle_stack,
+                                       sandbox::middle_entry, &l_);
+    if (pid < 0 && limits.clone_cgroup_fd >= 0) {
+      // A supplied cgroup refuses rather than runs outside it; a managed one
+      // is dropped (and says why) and the call runs under the rlimit floor.
+      if (auto refused = limits.placement_failed(errno)) return *std::move(refused);
+      pid = sandbox::clone_on_stack(&pidfd, -1, kFlags, l_.middle_stack, sandbox::middle_entry, &l_);
+    }
+    if (pid < 0) return sys_error("clone the sandbox's first process");
+    fd_.reset(pidfd);
+    pid_ = static_cast<pid_t>(pid);
+    return {};
+  }
+
   static bool failed(Child::State& state, sandbox::Step step, int error) {
     Record r;
     r.kind = Record::setup_failed;
@@ -271,7 +301,7 @@ class Middle {
   sandbox::Launch& l_;
   UniqueFd fd_;
   pid_t pid_ = 0;
-  int dumpable_ = -1;
+  bool root_ = false;  // counted in RootMiddles
 };
 
 // The plan: everything the keeper and the program need, and what the caller

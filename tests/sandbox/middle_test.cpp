@@ -13,14 +13,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "chock/sandbox.hpp"
 #include "process.hpp"
 #include "sandbox/namespaces.hpp"
 
@@ -117,63 +120,28 @@ TEST(Middle, ItsUidCannotTraceARootCallersMiddleThatSharesRootsMemory) {
   }
 }
 
-// The whole call: while root runs `chock sandbox` again and again, a process
-// of the call's uid looks for each call's middle (a chock of that uid in the
-// host's pid namespace, where the keeper is pid 1 of its own) and tries to
-// attach to it. Before the fix it did, within a few calls.
-TEST(Middle, ItsUidNeverAttachesToTheMiddleOfARootCallersCall) {
-  if (!test::running_as_root()) GTEST_SKIP() << "the root caller's promise; this run is unprivileged";
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  int stop[2];
-  ASSERT_EQ(pipe(stop), 0);
-  pid_t hunter = fork();
-  if (hunter == 0) {
-    close(report[0]);
-    close(stop[1]);
-    if (setgroups(0, nullptr) != 0 || setresgid(kCallUid, kCallUid, kCallUid) != 0 ||
-        setresuid(kCallUid, kCallUid, kCallUid) != 0)
-      _exit(120);
-    // Each call takes a few pids in a row (chock, its middle, the keeper, the
-    // program): the newest ones are watched, not the whole of /proc.
-    pid_t last_tried = 0;
-    for (;;) {
-      pollfd p{stop[0], POLLIN, 0};
-      if (poll(&p, 1, 0) != 0) break;
-      const pid_t newest = static_cast<pid_t>(std::atoi(read_small("/proc/sys/kernel/ns_last_pid").c_str()));
-      for (pid_t pid = newest - 3; pid <= newest; ++pid) {
-        if (pid <= last_tried) continue;
-        const std::string status = read_small("/proc/" + std::to_string(pid) + "/status");
-        if (status.find("Name:\tchock\n") == std::string::npos) continue;
-        if (status.find("\nUid:\t65534\t") == std::string::npos) continue;
-        const auto nspid = status.find("\nNSpid:\t");
-        if (nspid == std::string::npos) continue;
-        const std::string line = status.substr(nspid + 8, status.find('\n', nspid + 8) - nspid - 8);
-        if (line.find('\t') != std::string::npos) continue;  // a keeper: pid 1 of its own namespace
-        last_tried = pid;
-        // One byte a middle: 'a' attached, 's' only seen.
-        const bool attached = ptrace(PTRACE_ATTACH, pid, nullptr, nullptr) == 0;
-        if (attached) {
-          waitpid(pid, nullptr, __WALL);
-          ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
-        }
-        (void)!write(report[1], attached ? "a" : "s", 1);
-      }
-    }
-    _exit(0);
+// A process of the call's uid that watches the newest pids (each call takes
+// a few in a row: chock, its middle, the keeper, the program) for a middle:
+// named `comm`, of that uid, in the host's pid namespace (the keeper is pid 1
+// of its own), and tries to attach to each one once.
+class Hunter {
+ public:
+  explicit Hunter(const std::string& comm) {
+    if (pipe(report_) != 0 || pipe(stop_) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) hunt("Name:\t" + comm + "\n");
   }
-  close(report[1]);
-  close(stop[0]);
-  // Calls until the hunter has tried 20 middles, or 1000 calls.
-  int seen = 0;
-  int attached = 0;
-  for (int i = 0; i < 1000 && seen < 20; ++i) {
-    test::Output o = test::run_process({test::chock_binary(), "sandbox", "--", "/bin/true"});
-    ASSERT_EQ(o.status, 0) << o.err;
-    pollfd p{report[0], POLLIN, 0};
+  ~Hunter() {
+    close(stop_[1]);
+    close(report_[0]);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  // Middles tried so far, and how many of them it attached to.
+  void count(int& seen, int& attached) {
+    pollfd p{report_[0], POLLIN, 0};
     char got[64];
     while (poll(&p, 1, 0) > 0) {
-      const ssize_t n = read(report[0], got, sizeof got);
+      const ssize_t n = read(report_[0], got, sizeof got);
       if (n <= 0) break;
       for (ssize_t k = 0; k < n; ++k) {
         ++seen;
@@ -181,12 +149,97 @@ TEST(Middle, ItsUidNeverAttachesToTheMiddleOfARootCallersCall) {
       }
     }
   }
-  close(stop[1]);
-  close(report[0]);
-  waitpid(hunter, nullptr, 0);
+
+ private:
+  [[noreturn]] void hunt(const std::string& name) {
+    close(report_[0]);
+    close(stop_[1]);
+    if (setgroups(0, nullptr) != 0 || setresgid(kCallUid, kCallUid, kCallUid) != 0 ||
+        setresuid(kCallUid, kCallUid, kCallUid) != 0)
+      _exit(120);
+    pid_t last_tried = 0;
+    for (;;) {
+      pollfd p{stop_[0], POLLIN, 0};
+      if (poll(&p, 1, 0) != 0) break;
+      const pid_t newest = static_cast<pid_t>(std::atoi(read_small("/proc/sys/kernel/ns_last_pid").c_str()));
+      for (pid_t pid = newest - 3; pid <= newest; ++pid) {
+        if (pid <= last_tried) continue;
+        const std::string status = read_small("/proc/" + std::to_string(pid) + "/status");
+        if (status.find(name) == std::string::npos) continue;
+        if (status.find("\nUid:\t65534\t") == std::string::npos) continue;
+        const auto nspid = status.find("\nNSpid:\t");
+        if (nspid == std::string::npos) continue;
+        const std::string line = status.substr(nspid + 8, status.find('\n', nspid + 8) - nspid - 8);
+        if (line.find('\t') != std::string::npos) continue;  // a keeper
+        last_tried = pid;
+        // One byte a middle: 'a' attached, 's' only seen.
+        const bool attached = ptrace(PTRACE_ATTACH, pid, nullptr, nullptr) == 0;
+        if (attached) {
+          waitpid(pid, nullptr, __WALL);
+          ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+        }
+        (void)!write(report_[1], attached ? "a" : "s", 1);
+      }
+    }
+    _exit(0);
+  }
+
+  int report_[2] = {-1, -1};
+  int stop_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+// The whole call: while root runs `chock sandbox` again and again, the
+// hunter tries each call's middle. Before the fix it attached to every one.
+TEST(Middle, ItsUidNeverAttachesToTheMiddleOfARootCallersCall) {
+  if (!test::running_as_root()) GTEST_SKIP() << "the root caller's promise; this run is unprivileged";
+  Hunter hunter("chock");
+  int seen = 0;
+  int attached = 0;
+  // Until the hunter has tried 20 middles, or 1000 calls.
+  for (int i = 0; i < 1000 && seen < 20; ++i) {
+    test::Output o = test::run_process({test::chock_binary(), "sandbox", "--", "/bin/true"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    hunter.count(seen, attached);
+  }
   EXPECT_EQ(attached, 0) << "attached to " << attached << " of " << seen << " middles tried";
   // The hunt must have found middles to try, or it proved nothing.
   EXPECT_GE(seen, 20) << "too few middles seen to try";
+}
+
+// Two threads of one root process make calls through the library at once:
+// one call's end must not make the memory dumpable again while the other's
+// middle still shares it.
+TEST(Middle, ItsUidNeverAttachesToAMiddleWhileAnotherThreadsCallEnds) {
+  if (!test::running_as_root()) GTEST_SKIP() << "the root caller's promise; this run is unprivileged";
+  std::string comm = read_small("/proc/self/comm");
+  if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  Hunter hunter(comm);
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  auto calls = [&] {
+    Config c;
+    c.argv = {"/bin/true"};
+    while (!done.load()) {
+      auto r = run(c);
+      if (!r || r->exit_status() != 0) failures.fetch_add(1);
+    }
+  };
+  std::thread a(calls);
+  std::thread b(calls);
+  int seen = 0;
+  int attached = 0;
+  for (int i = 0; i < 4000 && seen < 150; ++i) {
+    usleep(5000);
+    hunter.count(seen, attached);
+  }
+  done = true;
+  a.join();
+  b.join();
+  hunter.count(seen, attached);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(attached, 0) << "attached to " << attached << " of " << seen << " middles tried";
+  EXPECT_GE(seen, 150) << "too few middles seen to try";
 }
 
 }  // namespace
