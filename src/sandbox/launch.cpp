@@ -124,6 +124,8 @@ bool Launch::await_plan() noexcept {
 
 Expected<void> prepare_identity(const Config& config, Launch& l) {
   l.caller_pid = getpid();
+  l.caller_pidfd.reset(sys::pidfd_open(l.caller_pid, 0));
+  if (!l.caller_pidfd) return sys_error("pidfd_open of this process, for the keeper to watch");
   auto id = plan_identity(config);
   if (!id) return std::move(id).error();
   l.identity = *id;

@@ -50,6 +50,7 @@ struct Launch {
   Identity identity;
   UniqueFd channel;  // the child's end of the report channel
   pid_t caller_pid = 0;
+  UniqueFd caller_pidfd;  // the keeper's way to tell the caller is alive
 
   // The rest is the plan, which the caller builds while the middle enters the
   // namespaces, and hands over with publish_plan.

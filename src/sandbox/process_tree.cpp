@@ -163,14 +163,15 @@ void forward_signal(int sig) {
 [[noreturn]] void keeper_main(Launch& l) noexcept {
   const int channel = l.channel.get();
   // The middle shared the caller's descriptors; the keeper has a copy of
-  // them, and keeps only what the call needs (not the caller's end of the
-  // channel, whose closing says the caller died).
+  // them, and keeps only what the call needs.
   if (!close_all_but(l.keep_fds)) fail_step(channel, {Step::close_fds, errno, -1});
   // The keeper is the caller's child (CLONE_PARENT). If chock died before the
-  // death signal was asked for, the caller's end of the channel has closed.
+  // death signal was asked for, its pidfd reads as exited. (Not getppid: the
+  // caller is outside the keeper's pid namespace, where it reads 0.)
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  pollfd p{channel, POLLIN, 0};
+  pollfd p{l.caller_pidfd.get(), POLLIN, 0};
   if (poll(&p, 1, 0) != 0) _exit(125);
+  l.caller_pidfd.reset();
   exit_watch::Watch& watch = l.watch;
   watch.find_proc = true;
   int seized[2];

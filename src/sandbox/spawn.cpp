@@ -351,7 +351,7 @@ Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, san
                             Child::State& state) {
   if (auto prepared = sandbox::prepare_launch(config, limits, l, state.labels); !prepared)
     return std::move(prepared).error();
-  l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get()};
+  l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get(), l.caller_pidfd.get()};
   l.setup_fds = {l.dev_null.get()};
   for (auto& op : l.mounts.ops) {
     if (op.detached) {
