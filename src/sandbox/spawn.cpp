@@ -242,7 +242,10 @@ class Middle {
   bool write_maps(Child::State& state) {
     while (!state.middle_entered) {
       pollfd fds[2] = {{state.channel.get(), POLLIN, 0}, {fd_.get(), POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0 && errno != EINTR) return failed(state, sandbox::Step::uid_map, errno);
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return failed(state, sandbox::Step::uid_map, errno);
+      }
       while (state.read_record()) {
       }
       if (!state.middle_entered && fds[1].revents != 0) return false;  // it ended

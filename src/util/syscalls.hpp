@@ -67,7 +67,7 @@ inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e 
 }
 #endif
 
-// Pointers and descriptors as raw() arguments.
+// A pointer as a raw() argument.
 template <typename T>
 inline long arg(T* p) noexcept {
   return reinterpret_cast<long>(p);

@@ -1,7 +1,8 @@
 // Why the managed cgroup is unsupported, driven through cgroup::Sources: the
 // test writes its own mountinfo and /proc/self/cgroup, and the "cgroup2
 // mount" they name is a temporary directory holding the few control files
-// the walk reads. The machine's own cgroup mounts are never read or written.
+// the walk reads. The machine's own cgroup mounts are never written; one
+// test only asks them (statfs, stat) whether they are the caller's hierarchy.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <linux/magic.h>
