@@ -25,7 +25,10 @@
 
 #include "chock/sandbox.hpp"
 #include "process.hpp"
+#include "sandbox/capabilities.hpp"
+#include "sandbox/clone.hpp"
 #include "sandbox/namespaces.hpp"
+#include "sandbox/steps.hpp"
 
 namespace chock {
 namespace {
@@ -240,6 +243,51 @@ TEST(Middle, ItsUidNeverAttachesToAMiddleWhileAnotherThreadsCallEnds) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(attached, 0) << "attached to " << attached << " of " << seen << " middles tried";
   EXPECT_GE(seen, 150) << "too few middles seen to try";
+}
+
+// The middle shares the caller's errno while the caller runs too, so what it
+// calls reports a failure by value and never writes errno: each call below
+// fails (EINVAL, EPERM, EBADF) and errno keeps a value none of them sets.
+TEST(Middle, WhatTheMiddleCallsFailsWithoutTouchingErrno) {
+  pid_t child = fork();
+  if (child == 0) {
+    constexpr int kSentinel = 4242;
+    errno = kSentinel;
+    sandbox::StepFailure f;
+    sandbox::Identity bad_flags;
+    bad_flags.unshare_flags = 1;  // not a namespace: EINVAL
+    if (sandbox::enter_namespaces(bad_flags, true, &f) || f.error != EINVAL) _exit(10);
+    if (errno != kSentinel) _exit(11);
+    // This process's own maps are written already (it is in its first user
+    // namespace): the write fails.
+    const int self = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    errno = kSentinel;
+    if (sandbox::write_maps(self, bad_flags, &f) || f.error == 0) _exit(12);
+    if (errno != kSentinel) _exit(13);
+    int pidfd = -1;
+    const long pid = sandbox::clone_with_pidfd(&pidfd, -1, CLONE_PARENT | CLONE_THREAD);  // EINVAL
+    if (pid != -EINVAL) _exit(14);
+    if (errno != kSentinel) _exit(15);
+    sandbox::Record r;
+    sandbox::send_record(-1, r);  // EBADF
+    if (errno != kSentinel) _exit(16);
+    if (!test::running_as_root()) {
+      sandbox::Identity drop;
+      drop.drop_from_root = true;  // setgroups as an unprivileged process: EPERM
+      if (sandbox::drop_to_identity(drop, false, &f) || f.error != EPERM) _exit(17);
+      if (errno != kSentinel) _exit(18);
+      // PR_SET_SECUREBITS needs CAP_SETPCAP: EPERM
+      if (sandbox::restrict_inherited_capabilities(&f) || f.error != EPERM) _exit(19);
+      if (errno != kSentinel) _exit(20);
+    }
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "check " << WEXITSTATUS(status)
+                                    << " failed (see the test's _exit codes)";
 }
 
 }  // namespace
