@@ -245,6 +245,61 @@ TEST(Middle, ItsUidNeverAttachesToAMiddleWhileAnotherThreadsCallEnds) {
   EXPECT_GE(seen, 150) << "too few middles seen to try";
 }
 
+// The keeper is a copy of root chock's memory, made dumpable only while it
+// seizes the program. During the call a process of the call's uid cannot
+// attach to it, nor to the command (the keeper traces it); a plain process
+// of that uid it can (the neighbour that shows the attack works).
+TEST(Middle, ItsUidCannotTraceARootCallersKeeperDuringTheCall) {
+  if (!test::running_as_root()) GTEST_SKIP() << "the root caller's promise; this run is unprivileged";
+  if (yama_restricts_ptrace()) GTEST_SKIP() << "Yama restricts ptrace: the neighbour could not be attached";
+  pid_t chock = fork();
+  if (chock == 0) {
+    const std::string path = test::chock_binary();
+    execl(path.c_str(), path.c_str(), "sandbox", "--", "/bin/sleep", "5", nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(chock, 0);
+  // The keeper is chock's child (pid 1 of its namespace), the program the
+  // keeper's (pid 2), both of the call's uid.
+  auto first_child = [](pid_t pid) {
+    const std::string p = std::to_string(pid);
+    return static_cast<pid_t>(std::atoi(read_small("/proc/" + p + "/task/" + p + "/children").c_str()));
+  };
+  pid_t keeper = 0;
+  pid_t program = 0;
+  for (int i = 0; i < 500 && program == 0; ++i) {
+    usleep(10000);
+    keeper = first_child(chock);
+    const pid_t child = keeper > 0 ? first_child(keeper) : 0;
+    if (child > 0 && read_small("/proc/" + std::to_string(child) + "/comm") == "sleep\n") program = child;
+  }
+  pid_t plain = fork();
+  if (plain == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(kCallUid, kCallUid, kCallUid) != 0 ||
+        setresuid(kCallUid, kCallUid, kCallUid) != 0)
+      _exit(120);
+    execl("/bin/sleep", "sleep", "5", nullptr);
+    _exit(127);
+  }
+  usleep(50000);  // past its exec
+  int keeper_attach = -1;
+  int program_attach = -1;
+  const int plain_attach = attach_as_call_uid(plain);
+  if (program != 0) {
+    keeper_attach = attach_as_call_uid(keeper);
+    program_attach = attach_as_call_uid(program);
+  }
+  kill(plain, SIGKILL);
+  waitpid(plain, nullptr, 0);
+  kill(chock, SIGTERM);
+  waitpid(chock, nullptr, 0);
+  ASSERT_NE(program, 0) << "the call's keeper and program were not found";
+  EXPECT_EQ(plain_attach, 0) << "the neighbour: a plain process of uid " << kCallUid
+                             << " should be traceable";
+  EXPECT_EQ(keeper_attach, EPERM) << "uid " << kCallUid << " attached to the keeper: " << keeper_attach;
+  EXPECT_EQ(program_attach, EPERM) << "uid " << kCallUid << " attached to the command: " << program_attach;
+}
+
 // The middle shares the caller's errno while the caller runs too, so what it
 // calls reports a failure by value and never writes errno: each call below
 // fails (EINVAL, EPERM, EBADF) and errno keeps a value none of them sets.
