@@ -310,7 +310,23 @@ class Middle {
 // The plan: everything the keeper and the program need, and what the caller
 // keeps to name a failed step.
 Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, sandbox::Launch& l,
-                            Child::State& state);
+                            Child::State& state) {
+  if (auto prepared = sandbox::prepare_launch(config, limits, l, state.labels); !prepared)
+    return std::move(prepared).error();
+  l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get(), l.caller_pidfd.get()};
+  l.setup_fds = {l.dev_null.get()};
+  for (auto& op : l.mounts.ops) {
+    if (op.detached) {
+      l.keep_fds.push_back(op.detached.get());
+      l.setup_fds.push_back(op.detached.get());
+    }
+  }
+  std::sort(l.keep_fds.begin(), l.keep_fds.end());
+  l.keep_fds.erase(std::unique(l.keep_fds.begin(), l.keep_fds.end()), l.keep_fds.end());
+  state.result.write_execute_relaxed = config.allow_jit;
+  state.result.landlock = landlock::report(l.landlock);
+  return {};
+}
 
 }  // namespace
 
@@ -347,29 +363,6 @@ Expected<Child> spawn(const Config& config) {
   state->limits = std::move(*limits);
   return Child(std::move(state));
 }
-
-namespace {
-
-Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, sandbox::Launch& l,
-                            Child::State& state) {
-  if (auto prepared = sandbox::prepare_launch(config, limits, l, state.labels); !prepared)
-    return std::move(prepared).error();
-  l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get(), l.caller_pidfd.get()};
-  l.setup_fds = {l.dev_null.get()};
-  for (auto& op : l.mounts.ops) {
-    if (op.detached) {
-      l.keep_fds.push_back(op.detached.get());
-      l.setup_fds.push_back(op.detached.get());
-    }
-  }
-  std::sort(l.keep_fds.begin(), l.keep_fds.end());
-  l.keep_fds.erase(std::unique(l.keep_fds.begin(), l.keep_fds.end()), l.keep_fds.end());
-  state.result.write_execute_relaxed = config.allow_jit;
-  state.result.landlock = landlock::report(l.landlock);
-  return {};
-}
-
-}  // namespace
 
 Expected<Result> run(const Config& config, int cancel_fd) {
   auto child = spawn(config);
