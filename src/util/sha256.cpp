@@ -1,6 +1,6 @@
 #include "util/sha256.hpp"
 
-#include <nettle/sha2.h>
+#include <sha2.h>
 
 #include <array>
 #include <cstdint>
@@ -8,11 +8,11 @@
 namespace chock {
 
 std::string sha256_hex(std::string_view bytes) {
-  sha256_ctx ctx{};
-  sha256_init(&ctx);
-  sha256_update(&ctx, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
-  std::array<std::uint8_t, SHA256_DIGEST_SIZE> digest{};
-  sha256_digest(&ctx, digest.size(), digest.data());
+  SHA2_CTX ctx;
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  std::array<std::uint8_t, SHA256_DIGEST_LENGTH> digest{};
+  SHA256Final(digest.data(), &ctx);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(kSha256HexLength);
