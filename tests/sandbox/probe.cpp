@@ -238,6 +238,24 @@ int mount_options(const char* point) {
   return 0;
 }
 
+// Every mount this process sees, one "POINT FSTYPE" line each, from
+// /proc/self/mountinfo (the type follows the " - " separator).
+int mounts() {
+  FILE* f = std::fopen("/proc/self/mountinfo", "r");
+  if (f == nullptr) return say_errno();
+  char line[4096];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    char point[4096];
+    char type[256];
+    const char* tail = std::strstr(line, " - ");
+    if (std::sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1 && tail != nullptr &&
+        std::sscanf(tail + 3, "%255s", type) == 1)
+      std::printf("%s %s\n", point, type);
+  }
+  std::fclose(f);
+  return 0;
+}
+
 // Opens without reading (a terminal would block a read).
 int open_path(const char* path) {
   int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -302,6 +320,7 @@ int main(int argc, char** argv) {
   if (c == "statfs" && argc == 3) return statfs_path(argv[2]);
   if (c == "fill" && argc == 4) return fill(argv[2], argv[3]);
   if (c == "mountopts" && argc == 3) return mount_options(argv[2]);
+  if (c == "mounts") return mounts();
   if (c == "open" && argc == 3) return open_path(argv[2]);
   if (c == "session") return session();
   if (c == "ns" && argc == 3) return namespace_link(argv[2]);
