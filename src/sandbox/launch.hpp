@@ -73,8 +73,7 @@ struct Launch {
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
   CloneStack middle_stack{std::size_t{64} << 10};
   CloneStack program_stack{std::size_t{256} << 10};
-  CloneStack detach_stack{std::size_t{16} << 10};  // the helper that detaches the old root
-  int rlimit_labels = 0;                           // index of the first rlimit in the caller's label table
+  int rlimit_labels = 0;  // index of the first rlimit in the caller's label table
 
   // The caller: the plan is complete (true), or there is none (false); the
   // middle, waiting in await_plan, goes on or ends.

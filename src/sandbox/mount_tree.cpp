@@ -576,21 +576,13 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
   unlinkat(root, kEmptyFile, 0);
   if (plan.has_covers) unlinkat(root, kNoticeFile, 0);
 
-  // The old root ends stacked on the new one: a walk from "/" starts below
-  // it and never enters it, and detach_old_root takes it away.
   if (sys::pivot_root(".", ".") != 0) return fail(failure, Step::pivot_root, -1);
+  if (umount2(".", MNT_DETACH) != 0) return fail(failure, Step::pivot_root, -1);
   if (chdir("/") != 0) return fail(failure, Step::pivot_root, -1);
   if (sys::mount_setattr(root, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0) != 0)
     return fail(failure, Step::root_readonly, -1);
   close(root);
   return true;
-}
-
-int detach_old_root() noexcept {
-  // umount2 looks up its path down through the mounts on it, so "/" names the
-  // old root stacked there, not the new root below.
-  const long rc = sys::raw(SYS_umount2, sys::arg("/"), MNT_DETACH);
-  return rc < 0 ? static_cast<int>(-rc) : 0;
 }
 
 }  // namespace chock::sandbox

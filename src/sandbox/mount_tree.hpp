@@ -60,15 +60,9 @@ struct MountPlan {
 // because the program will not be able to reach a root-only directory.
 Expected<MountPlan> plan_mounts(const Config& config, bool clone_sources_now);
 
-// In the program process, after unshare: builds the tree on a fresh tmpfs
-// and pivots into it, the old root left stacked on top of the new one until
-// detach_old_root. Async-signal-safe.
+// In the program process, after unshare: builds the tree on a fresh tmpfs,
+// pivots into it and detaches the old root. Async-signal-safe.
 bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept;
-
-// Detaches the old root that build_mount_tree left stacked on "/". Returns 0
-// or an errno, and leaves errno alone: a helper that shares the program's
-// memory runs it. Async-signal-safe.
-int detach_old_root() noexcept;
 
 // "/a//b/" -> "/a/b"; empty when the path is not absolute or has "." or ".." components.
 std::string normalize_absolute(const std::string& path);

@@ -10,9 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 
 #include "sandbox/capabilities.hpp"
@@ -87,50 +85,6 @@ void reset_signals(std::uint64_t ignored) noexcept {
   _exit(saved == ENOENT || saved == ENOTDIR ? 127 : 126);
 }
 
-// Detaching the old root waits out an RCU grace period, which costs no CPU
-// but tens of microseconds (milliseconds on a busy machine). A helper that
-// shares the program's memory and descriptors does it while the program goes
-// on, and the program waits for it before the exec: nothing it runs ever
-// sees the old root. Untraced, so the keeper, which watches what the
-// program starts, never hears of it. The helper's calls leave errno alone;
-// where that cannot be had, the program detaches the root itself.
-struct OldRootDetach {
-  int pidfd = -1;
-  std::atomic<int> error{0};
-};
-
-int detach_entry(void* arg) {
-  static_cast<OldRootDetach*>(arg)->error.store(detach_old_root(), std::memory_order_relaxed);
-  return 0;
-}
-
-void start_detach(Launch& l, OldRootDetach& d) noexcept {
-#ifdef CHOCK_HAS_RAW_SYSCALL
-  constexpr std::uint64_t kFlags = CLONE_VM | CLONE_FILES | CLONE_UNTRACED;
-  if (clone_on_stack(&d.pidfd, -1, kFlags, l.detach_stack, detach_entry, &d) >= 0) return;
-  d.pidfd = -1;
-#else
-  (void)l;
-#endif
-  d.error.store(detach_old_root(), std::memory_order_relaxed);
-}
-
-// 0 once the old root is gone, or the errno that kept it.
-int finish_detach(OldRootDetach& d) noexcept {
-  if (d.pidfd >= 0) {
-    siginfo_t ended{};
-    // ECHILD: a SIGCHLD the caller ignored let the kernel reap it already.
-    while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(d.pidfd), &ended, WEXITED | __WALL) !=
-           0) {
-      if (errno == ECHILD) break;
-      if (errno != EINTR) return errno;
-    }
-    close(d.pidfd);
-    d.pidfd = -1;
-  }
-  return d.error.load(std::memory_order_relaxed);
-}
-
 // `seized`: readable (a byte, or EOF) once the keeper watches this process.
 [[noreturn]] void program_main(Launch& l, int seized) noexcept {
   const int channel = l.channel.get();
@@ -138,8 +92,6 @@ int finish_detach(OldRootDetach& d) noexcept {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (setsid() < 0) fail_step(channel, {Step::setsid, errno, -1});
   if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
-  OldRootDetach detach;
-  start_detach(l, detach);
   if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
   l.dev_null.reset();
   if (chdir(l.cwd.c_str()) != 0) fail_step(channel, {Step::chdir, errno, -1});
@@ -165,7 +117,6 @@ int finish_detach(OldRootDetach& d) noexcept {
       if (l.rlimits.entries[i].resource == resource) detail = l.rlimit_labels + static_cast<int>(i);
     fail_step(channel, {Step::rlimits, err, detail});
   }
-  if (int err = finish_detach(detach); err != 0) fail_step(channel, {Step::pivot_root, err, -1});
   exec_program(l);
 }
 
