@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -60,7 +62,13 @@ int run_main(int argc, char** argv) {
     const char* sub = argc > 1 && argv[1][0] != '-' ? argv[1] : nullptr;
     return usage_error(app, e, sub);
   }
-  return action ? action() : 0;
+  const int status = action ? action() : 0;
+  // What is left is memory (the app, its options, static objects): freeing
+  // it piece by piece costs start-up time, which is measured against bwrap,
+  // and the kernel takes it back at once. Every descriptor, lock and
+  // workspace the action held was released when it returned.
+  std::fflush(nullptr);
+  _exit(status);
 }
 
 }  // namespace
