@@ -257,13 +257,16 @@ int middle_entry(void* arg) {
   sys::raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
   if (sys::raw(SYS_getppid) != l.caller_pid) return 125;
   if (!enter_namespaces(l.identity, own_maps, &f)) fail_step(channel, f);
-  // Once, here: the keeper and the program inherit all of it.
-  if (!restrict_inherited_capabilities(&f)) fail_step(channel, f);
+  // Said before the capabilities go, so the caller writes the maps while the
+  // bounding set is dropped, one capability a call; the plan, which waits for
+  // the maps, holds the middle until both are done.
   if (!own_maps) {
     Record r;
     r.kind = Record::entered;
     send_record(channel, r);
   }
+  // Once, here: the keeper and the program inherit all of it.
+  if (!restrict_inherited_capabilities(&f)) fail_step(channel, f);
   if (!l.await_plan()) return 0;  // the caller gave up and says why itself
 
   // The keeper is the caller's own child (CLONE_PARENT), in the middle's
