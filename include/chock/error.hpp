@@ -15,6 +15,7 @@ enum class Errc {
   landlock_unavailable,          // the kernel has no Landlock: a refusal to run
   cgroup_placement_unsupported,  // a supplied cgroup cannot be entered on this kernel
   cgroup_placement_refused,      // the kernel refused to create the process in it
+  hostile_content,               // a workspace holds what the host side refuses to read (a FIFO, a link)
 };
 
 struct Error {

@@ -169,15 +169,28 @@ struct ApplyPlan {
   std::string parked;  // refs/chock/<session>
   Mode mode = Mode::merge;
   bool fast_forward = false;         // the branch has not moved since the session's base
-  std::vector<std::string> commits;  // "<short> <subject>", oldest first
+  std::vector<std::string> commits;  // "<short> <subject>", oldest first (raw: escape to show)
+  std::vector<std::string> paths;    // "<path> (+added -removed)" of every path the commits change (raw)
+  // The files Chock reads as configuration (chock.zon) that the commits add,
+  // change or remove, and their diff. Non-empty: see Approval::configuration.
+  std::vector<std::string> configuration;
+  std::string configuration_diff;
 };
 
-// Says whether to go ahead. The command line answers with --yes or a
-// terminal prompt; the workspace.apply policy row replaces --yes later
-// (return false to refuse; `refusal` then says why and how to apply).
+// Files of the project Chock reads as configuration: a commit range that
+// touches one changes the policy of every later call.
+inline constexpr const char* kConfigurationFiles[] = {"chock.zon"};
+
+// Says whether to go ahead. The command line answers from the
+// workspace.apply policy row, --yes or a terminal prompt (return false to
+// refuse; `refusal` then says why and how to apply). When the plan changes
+// configuration, `configuration` must be set too: the person saw the diff
+// and said yes to it on a terminal. No policy row, --yes or remembered
+// answer may set it; without it apply refuses and the work stays parked.
 struct Approval {
   bool approved = false;
   std::string refusal;
+  bool configuration = false;
 };
 using Approve = std::function<Approval(const ApplyPlan&)>;
 
@@ -197,13 +210,17 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
 
 struct AdoptReport {
   std::string destination;  // <project>/.chock-adopted/<id>
-  std::string list_file;    // <project>/.chock-adopted/<id>.txt
+  std::string list_file;    // <project>/.chock-adopted/<id>.txt (paths escaped, see its first line)
+  uid_t owner = 0;          // who the adopted files belong to (the project's owner for a root caller)
   std::vector<std::string> changed, added, deleted;
   std::vector<std::pair<std::string, std::string>> skipped;  // path, why
 };
 
 // Copies what the call changed (the overlay's upper layer) into
 // <project>/.chock-adopted/<id>/ and writes the list of every path beside it.
+// Adopted files carry permission bits only (0755 when executable, else
+// 0644), never setuid, setgid or sticky; a root caller's belong to the
+// project directory's owner. Nothing is followed through a link the call made.
 Expected<AdoptReport> adopt(const std::string& id);
 
 // --- list, remove, clear -------------------------------------------------------

@@ -14,10 +14,23 @@
 #include "cli/command.hpp"
 #include "cli/layer_flags.hpp"
 #include "log/session_log.hpp"
+#include "util/escape.hpp"
 
 namespace chock::cli {
 
 namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    lines.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return lines;
+}
 
 struct ApplyOptions {
   std::string session;
@@ -56,28 +69,49 @@ Expected<std::string> pick_session() {
   return Error{"several sessions have commits to apply:" + names + "; name one", "", 0};
 }
 
+// The question, every string from the session escaped: subjects and paths are the call's words.
 std::string describe(const workspace::ApplyPlan& plan) {
   static constexpr const char* kModes[] = {"merge", "rebase", "squash"};
   std::string how = plan.fast_forward && plan.mode != workspace::Mode::squash
                         ? "fast-forward"
                         : kModes[static_cast<int>(plan.mode)];
   std::string out = "apply " + std::to_string(plan.commits.size()) + " commit(s) of session " + plan.session +
-                    " onto " + plan.branch + " in " + plan.project + " (" + how + "):\n";
-  for (const auto& c : plan.commits) out += "  " + c + "\n";
+                    " onto " + printable(plan.branch) + " in " + printable(plan.project) + " (" + how +
+                    "):\n";
+  for (const auto& c : plan.commits) out += "  " + printable(c) + "\n";
+  out += "changing " + std::to_string(plan.paths.size()) + " path(s):\n";
+  for (const auto& p : plan.paths) out += "  " + printable(p) + "\n";
+  if (!plan.configuration.empty()) {
+    out += "these commits change the project's configuration, the policy of every later call:\n";
+    for (const auto& line : split_lines(plan.configuration_diff)) out += "  | " + printable(line) + "\n";
+  }
   return out;
+}
+
+// A range that changes chock.zon needs its own yes on a terminal: a policy
+// row, --yes or an earlier `always` would let a call rewrite the rules of
+// the calls after it.
+workspace::Approval confirm_configuration(const workspace::ApplyPlan& plan) {
+  std::string files;
+  for (const auto& f : plan.configuration) files += (files.empty() ? "" : ", ") + printable(f);
+  Answer said =
+      ask_terminal(policy::kWorkspaceApply, describe(plan) + "apply the change to " + files + "?", false);
+  if (said.approved) return {true, "", true};
+  if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
+    return {false,
+            "the commits change " + files +
+                " (the policy of every later call), which is applied only on a terminal after its diff was "
+                "shown; no policy row or --yes stands in for that"};
+  return {false, said.refusal};
 }
 
 workspace::Approval decide(const workspace::ApplyPlan& plan, const policy::Answer& answer,
                            const workspace::Session& session, bool yes, bool& always) {
   const std::string where = answer.deciding_rule ? " by " + answer.deciding_rule->origin : std::string();
-  switch (answer.decision) {
-    case policy::Decision::allow:
-      return {true, ""};
-    case policy::Decision::deny:
-      return {false, std::string(policy::kWorkspaceApply) + " is denied" + where};
-    case policy::Decision::ask:
-      break;
-  }
+  if (answer.decision == policy::Decision::deny)
+    return {false, std::string(policy::kWorkspaceApply) + " is denied" + where};
+  if (!plan.configuration.empty()) return confirm_configuration(plan);
+  if (answer.decision == policy::Decision::allow) return {true, ""};
   if (yes) return {true, ""};
   if (std::find(session.always.begin(), session.always.end(), policy::kWorkspaceApply) !=
       session.always.end())

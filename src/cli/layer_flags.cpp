@@ -24,17 +24,16 @@ std::string nobody_to_ask(const std::string& action) {
          ".{ .action = \"" + action + "\", .decision = .allow }, or run on a terminal";
 }
 
-Answer ask_terminal(const std::string& action, const std::string& what) {
+Answer ask_terminal(const std::string& action, const std::string& what, bool offer_always) {
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
     return {false, false, nobody_to_ask(action)};
-  std::fprintf(stderr,
-               "chock: %s\nchock: %s asks: go ahead? [y]es, [n]o, [a]lways for this session: ", what.c_str(),
-               action.c_str());
+  std::fprintf(stderr, "chock: %s\nchock: %s asks: go ahead? [y]es, [n]o%s: ", what.c_str(), action.c_str(),
+               offer_always ? ", [a]lways for this session" : "");
   std::fflush(stderr);
   std::string line;
   if (!std::getline(std::cin, line)) return {false, false, "no answer was given"};
   if (line == "y" || line == "Y" || line == "yes") return {true, false, ""};
-  if (line == "a" || line == "A" || line == "always") return {true, true, ""};
+  if (offer_always && (line == "a" || line == "A" || line == "always")) return {true, true, ""};
   return {false, false, "you answered no"};
 }
 

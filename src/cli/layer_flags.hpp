@@ -16,12 +16,14 @@ void add_layer_flags(CLI::App& sub, config::LayerOptions& options);
 [[nodiscard]] std::string nobody_to_ask(const std::string& action);
 
 // Asks the person at the terminal about `action` (`y` yes, `n` no, `a` yes
-// and always for this session). `what` says what would happen.
+// and always for this session, unless `offer_always` is false). `what` says
+// what would happen; it is printed as it is, so escape what a call wrote.
 struct Answer {
   bool approved = false;
   bool always = false;
   std::string refusal;  // when not approved: why, in words
 };
-[[nodiscard]] Answer ask_terminal(const std::string& action, const std::string& what);
+[[nodiscard]] Answer ask_terminal(const std::string& action, const std::string& what,
+                                  bool offer_always = true);
 
 }  // namespace chock::cli

@@ -20,6 +20,7 @@
 #include "cli/layer_flags.hpp"
 #include "cli/outcome.hpp"
 #include "log/session_log.hpp"
+#include "util/escape.hpp"
 #include "util/sha256.hpp"
 
 namespace chock::cli {
@@ -123,13 +124,13 @@ int run(const RunOptions& o) {
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
   workspace::Session& s = opened->session;
-  for (const auto& note : opened->notes) std::fprintf(stderr, "chock: %s\n", note.c_str());
+  for (const auto& note : opened->notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
   config::EffectiveLimits limits = layers->limits();
   Events events(s.project, s.id);
   if (opened->created) {
     std::fprintf(stderr, "chock: session %s (%s workspace of %s); continue it with --session %s\n",
-                 s.id.c_str(), s.kind == workspace::Kind::git ? "git worktree" : "overlay", s.project.c_str(),
-                 s.id.c_str());
+                 s.id.c_str(), s.kind == workspace::Kind::git ? "git worktree" : "overlay",
+                 printable(s.project).c_str(), s.id.c_str());
     // Said once, when the session is made: the ceiling holds on every call.
     for (const auto& notice : limits.notices) std::fprintf(stderr, "chock: %s\n", notice.c_str());
     events.add("session.start", {{"project", s.project}, {"kind", workspace::kind_name(s.kind)}});

@@ -1,4 +1,6 @@
 // chock workspace list | remove SESSION [--force] | clear [--force] | adopt SESSION
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -6,6 +8,7 @@
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "log/session_log.hpp"
+#include "util/escape.hpp"
 
 namespace chock::cli {
 
@@ -41,7 +44,7 @@ int list() {
   for (const auto& info : *all) {
     const auto& s = info.session;
     if (!info.problem.empty() && s.project.empty()) {
-      std::printf("%-10s (unreadable: %s)\n", s.id.c_str(), info.problem.c_str());
+      std::printf("%-10s (unreadable: %s)\n", s.id.c_str(), printable(info.problem).c_str());
       continue;
     }
     std::string pending = s.kind == workspace::Kind::git ? std::to_string(info.pending) + " commits"
@@ -49,8 +52,8 @@ int list() {
     if (!info.problem.empty()) pending = "?";
     std::printf("%-10s %-8s %-12s %-14s %-10s %s\n", s.id.c_str(), workspace::kind_name(s.kind),
                 s.kind == workspace::Kind::git ? s.base.substr(0, 12).c_str() : "-", pending.c_str(),
-                human_size(info.size_bytes).c_str(), s.project.c_str());
-    if (!info.problem.empty()) std::printf("           problem: %s\n", info.problem.c_str());
+                human_size(info.size_bytes).c_str(), printable(s.project).c_str());
+    if (!info.problem.empty()) std::printf("           problem: %s\n", printable(info.problem).c_str());
   }
   return 0;
 }
@@ -92,12 +95,18 @@ int clear(const WorkspaceOptions& o) {
 int adopt(const WorkspaceOptions& o) {
   auto r = workspace::adopt(o.session);
   if (!r) return report_error(r.error());
-  for (const auto& p : r->changed) std::printf("changed\t%s\n", p.c_str());
-  for (const auto& p : r->added) std::printf("added\t%s\n", p.c_str());
-  for (const auto& p : r->deleted) std::printf("deleted\t%s\n", p.c_str());
-  for (const auto& [p, why] : r->skipped) std::printf("skipped\t%s\t%s\n", p.c_str(), why.c_str());
+  // The same escaping as the list file: a name with a newline cannot forge a line.
+  for (const auto& p : r->changed) std::printf("changed\t%s\n", unambiguous(p).c_str());
+  for (const auto& p : r->added) std::printf("added\t%s\n", unambiguous(p).c_str());
+  for (const auto& p : r->deleted) std::printf("deleted\t%s\n", unambiguous(p).c_str());
+  for (const auto& [p, why] : r->skipped)
+    std::printf("skipped\t%s\t%s\n", unambiguous(p).c_str(), unambiguous(why).c_str());
   std::fprintf(stderr, "chock: copied %zu changed and %zu added files to %s; the list is in %s\n",
-               r->changed.size(), r->added.size(), r->destination.c_str(), r->list_file.c_str());
+               r->changed.size(), r->added.size(), printable(r->destination).c_str(),
+               printable(r->list_file).c_str());
+  if (r->owner == 0 && ::geteuid() == 0)
+    std::fprintf(stderr, "chock: the adopted files belong to root, as the project directory %s does\n",
+                 printable(r->destination.substr(0, r->destination.rfind("/.chock-adopted/"))).c_str());
   return 0;
 }
 

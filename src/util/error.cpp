@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/escape.hpp"
+
 namespace chock {
 
 const char* errno_name(int code) noexcept {
@@ -12,11 +14,12 @@ const char* errno_name(int code) noexcept {
   return name != nullptr ? name : "EUNKNOWN";
 }
 
+// Paths and names in an error may come from a tool call: never raw to a terminal.
 std::string Error::message() const {
-  std::string out = what;
+  std::string out = printable(what);
   if (!path.empty()) {
     out += ": ";
-    out += path;
+    out += printable(path);
   }
   if (code != 0) {
     out += ": ";

@@ -9,6 +9,7 @@
 //  - user.overlay.redirect (a renamed directory) and user.overlay.metacopy
 //    (data still in the lower layer) are not followed: listed as skipped.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -17,6 +18,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/escape.hpp"
+#include "util/fd.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/overlay_scan.hpp"
 
@@ -138,23 +141,49 @@ Expected<AdoptReport> adopt(const std::string& id) {
   AdoptReport r;
   r.destination = s.project + "/.chock-adopted/" + id;
   r.list_file = r.destination + ".txt";
+  // What is adopted belongs to whoever owns the project, never to root for a
+  // root caller of someone else's project, and never carries setuid, setgid
+  // or sticky: a root caller must not hand a local user a root-owned 6755 file.
+  UniqueFd project_fd(::open(s.project.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!project_fd) return sys_error("open", s.project);
+  struct stat project_st {};
+  if (::fstat(project_fd.get(), &project_st) != 0) return sys_error("stat", s.project);
+  fs::Owner owner{project_st.st_uid, project_st.st_gid};
+  fs::CopyPolicy policy{true, ::geteuid() == 0 ? &owner : nullptr};
+  r.owner = ::geteuid() == 0 ? project_st.st_uid : ::geteuid();
+  // .chock-adopted itself must be a directory, not a link to elsewhere, before anything below it is removed.
+  auto adopted_root = fs::open_dir_beneath(project_fd.get(), ".chock-adopted", true, policy.owner);
+  if (!adopted_root) return std::move(adopted_root).error();
+  ::close(*adopted_root);
   if (auto rm = fs::remove_tree(r.destination); !rm) return std::move(rm).error();
-  if (auto mk = fs::make_dirs(r.destination); !mk) return std::move(mk).error();
-  std::string list;
-  for (auto* group : {&c.changed, &c.added}) {
-    for (const auto& p : *group) {
-      if (auto mk = fs::make_dirs(fs::parent_of(r.destination + "/" + p)); !mk) return std::move(mk).error();
-      if (auto cp = fs::copy_entry(s.upper() + "/" + p, r.destination + "/" + p); !cp)
-        return std::move(cp).error();
-      list += (group == &c.changed ? "changed\t" : "added\t") + p + "\n";
+  auto dest = fs::open_dir_beneath(project_fd.get(), ".chock-adopted/" + id, true, policy.owner);
+  if (!dest) return std::move(dest).error();
+  UniqueFd dest_fd(*dest);
+  UniqueFd upper_fd(::open(s.upper().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!upper_fd) return sys_error("open", s.upper());
+  std::string list =
+      "# chock workspace adopt " + id +
+      ": a line a path, fields separated by a tab (what, path, why); control characters in paths are escaped "
+      "as \\t \\n \\r \\xNN \\uNNNN and a backslash as \\\\\n";
+  std::vector<std::string> copied[2];
+  for (int group = 0; group < 2; ++group) {
+    for (const auto& p : group == 0 ? c.changed : c.added) {
+      if (auto cp = fs::copy_beneath(upper_fd.get(), dest_fd.get(), p, policy); !cp) {
+        c.skipped.emplace_back(p, cp.error().message());
+        continue;
+      }
+      list += (group == 0 ? "changed\t" : "added\t") + unambiguous(p) + "\n";
+      copied[group].push_back(p);
     }
   }
-  for (const auto& p : c.deleted) list += "deleted\t" + p + "\n";
+  for (const auto& p : c.deleted) list += "deleted\t" + unambiguous(p) + "\n";
   for (const auto& [p, why] : c.skipped)
-    list.append("skipped\t").append(p).append("\t").append(why).append("\n");
+    list.append("skipped\t").append(unambiguous(p)).append("\t").append(unambiguous(why)).append("\n");
   if (auto w = fs::write_file_atomic(r.list_file, list); !w) return std::move(w).error();
-  r.changed = std::move(c.changed);
-  r.added = std::move(c.added);
+  if (policy.owner != nullptr && ::lchown(r.list_file.c_str(), owner.uid, owner.gid) != 0)
+    return sys_error("chown", r.list_file);
+  r.changed = std::move(copied[0]);
+  r.added = std::move(copied[1]);
   r.deleted = std::move(c.deleted);
   r.skipped = std::move(c.skipped);
   s.adopted_run = s.last_run;

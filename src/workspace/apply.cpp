@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/escape.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/session_git.hpp"
@@ -30,7 +31,7 @@ ApplyOutcome refused(const Session& s, const std::string& why, const std::string
   ApplyOutcome o;
   o.state = ApplyOutcome::State::refused;
   o.message = "not applied: " + why + "\nthe work is parked at " + session_git::parked_ref(s) + " in " +
-              s.project + " (git log " + session_git::parked_ref(s) + ")";
+              printable(s.project) + " (git log " + session_git::parked_ref(s) + ")";
   if (!hint.empty()) o.message += "\n" + hint;
   return o;
 }
@@ -81,7 +82,7 @@ Expected<ProjectState> project_state(const build::Project& p) {
 
 std::string list_some(const std::vector<std::string>& paths) {
   std::string out;
-  for (std::size_t i = 0; i < paths.size() && i < 5; ++i) out += (i ? ", " : "") + paths[i];
+  for (std::size_t i = 0; i < paths.size() && i < 5; ++i) out += (i ? ", " : "") + printable(paths[i]);
   if (paths.size() > 5) out += " and " + std::to_string(paths.size() - 5) + " more";
   return out;
 }
@@ -196,6 +197,39 @@ Expected<std::string> integrate(const Session& s, const ApplyPlan& plan,
       "Chock session " + s.id + ": " + std::to_string(plan.commits.size()) + " commits\n\n" + list);
 }
 
+bool is_configuration(const std::string& path) {
+  for (const char* f : kConfigurationFiles)
+    if (path == f) return true;
+  return false;
+}
+
+// Every path the range changes, with its line counts, and the configuration files among them.
+Expected<void> describe_changes(const Session& s, ApplyPlan& plan) {
+  git::Env env = session_git::env(s);
+  auto numstat = git::capture(
+      {"diff", "--no-renames", "--no-ext-diff", "--numstat", "-z", session_git::from(s), plan.head}, env,
+      "list the paths the session's commits change");
+  if (!numstat) return std::move(numstat).error();
+  // "<added>\t<removed>\t<path>" records, NUL-ended; "-\t-" for binary files.
+  for (const auto& record : git::split(*numstat, '\0')) {
+    auto t1 = record.find('\t');
+    auto t2 = t1 == std::string::npos ? t1 : record.find('\t', t1 + 1);
+    if (t2 == std::string::npos) continue;
+    std::string path = record.substr(t2 + 1);
+    std::string added = record.substr(0, t1), removed = record.substr(t1 + 1, t2 - t1 - 1);
+    plan.paths.push_back(path + (added == "-" ? " (binary)" : " (+" + added + " -" + removed + ")"));
+    if (is_configuration(path)) plan.configuration.push_back(path);
+  }
+  if (plan.configuration.empty()) return {};
+  std::vector<std::string> args{
+      "diff", "--no-renames", "--no-ext-diff", "--no-color", session_git::from(s), plan.head, "--"};
+  args.insert(args.end(), plan.configuration.begin(), plan.configuration.end());
+  auto diff = git::capture(args, env, "show the configuration the session's commits change");
+  if (!diff) return std::move(diff).error();
+  plan.configuration_diff = std::move(*diff);
+  return {};
+}
+
 }  // namespace
 
 Expected<Mode> parse_mode(const std::string& name) {
@@ -254,15 +288,22 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   auto ff = git::run({"merge-base", "--is-ancestor", plan.tip, plan.head}, git::repo_env(s.common_dir));
   if (!ff) return std::move(ff).error();
   plan.fast_forward = ff->ok();
+  if (auto r = describe_changes(s, plan); !r) return std::move(r).error();
 
   Approval answer = approve ? approve(plan) : Approval{false, "nobody approved it"};
   if (!answer.approved) return refused(s, answer.refusal, "");
+  if (!plan.configuration.empty() && !answer.configuration)
+    return refused(
+        s,
+        "the commits change " + list_some(plan.configuration) +
+            ", the policy of every later call; that needs a yes on a terminal that showed the diff",
+        "run 'chock apply " + id + "' on a terminal and read the diff before you answer");
 
   auto now = project_state(*project);
   if (!now) return std::move(now).error();
   if (now->branch != plan.branch || now->tip != plan.tip)
     return refused(s,
-                   "the branch moved since the question was asked (" + plan.branch + " was " +
+                   "the branch moved since the question was asked (" + printable(plan.branch) + " was " +
                        short_id(plan.tip) + ", is now " +
                        (now->tip.empty() ? std::string("gone") : short_id(now->tip)) + ")",
                    "run 'chock apply " + id + "' again to see the new plan");
@@ -273,13 +314,14 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   auto result = integrate(s, plan, conflicts);
   if (!result) return std::move(result).error();
   if (!conflicts.empty())
-    return refused(s, "a conflict with " + plan.branch + " in " + list_some(conflicts),
+    return refused(s, "a conflict with " + printable(plan.branch) + " in " + list_some(conflicts),
                    "merge it yourself (git merge " + plan.parked + "), or rebase the work");
 
   auto ffwd = git::run({"merge", "--ff-only", "-q", *result},
                        with_identity(git::repo_env(project->git_dir, project->root), s.common_dir));
   if (!ffwd) return std::move(ffwd).error();
-  if (!ffwd->ok()) return refused(s, "git could not fast-forward: " + ffwd->first_error_line(), again(s));
+  if (!ffwd->ok())
+    return refused(s, "git could not fast-forward: " + printable(ffwd->first_error_line()), again(s));
 
   s.applied = *head;
   if (auto r = save(s); !r) return std::move(r).error();
@@ -290,7 +332,7 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   return ApplyOutcome{ApplyOutcome::State::applied,
                       "applied " + std::to_string(plan.commits.size()) + " commit" +
                           (plan.commits.size() == 1 ? "" : "s") + " of session " + id + " onto " +
-                          plan.branch + " (" + how + "): now at " + short_id(*result),
+                          printable(plan.branch) + " (" + how + "): now at " + short_id(*result),
                       *result};
 }
 

@@ -41,6 +41,18 @@ Expected<void> cover_denied(const Session& session, const std::vector<std::strin
 // reads the repository's objects, so their bytes would be in it.
 Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths);
 
+// The git view of a session (git_view.cpp): what its git sees of the real
+// repository. Made when the session is, and again before every call.
+Expected<void> refresh_view(const Session& session, Notes& notes);
+// The session's common dir's config, generated from the real one without secrets.
+Expected<void> write_common_config(const Session& session);
+std::string view_dir(const Session& session);
+// True when the call reads a pack of reachable objects in the view rather
+// than the real object store (the session denies a path).
+bool view_has_own_objects(const Session& session);
+// A remote URL without its userinfo, query and fragment (tokens live there).
+std::string url_without_secrets(const std::string& url);
+
 // gid to give the run uid's files: its primary group, else the same number.
 gid_t group_of(uid_t uid);
 

@@ -24,16 +24,6 @@ bool is_denied(const Session& s, const std::string& path) {
   return std::find(s.deny.begin(), s.deny.end(), path) != s.deny.end();
 }
 
-// Makes the parents of `rel` below the tree, refusing symbolic links on the way.
-Expected<void> parents_beneath(const std::string& tree, const std::string& rel) {
-  UniqueFd root(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return sys_error("open", tree);
-  auto dir = fs::open_dir_beneath(root.get(), fs::parent_of(rel), true);
-  if (!dir) return std::move(dir).error();
-  ::close(*dir);
-  return {};
-}
-
 }  // namespace
 
 Expected<void> import_dirty(const Session& s, const Project& project, Notes& notes) {
@@ -41,6 +31,10 @@ Expected<void> import_dirty(const Session& s, const Project& project, Notes& not
   auto status = git::capture({"status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"}, env,
                              "read the project's uncommitted changes");
   if (!status) return std::move(status).error();
+  UniqueFd project_fd(::open(project.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!project_fd) return sys_error("open", project.root);
+  UniqueFd tree_fd(::open(s.tree().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!tree_fd) return sys_error("open", s.tree());
   Counts counts;
   auto skip = [&](const std::string& path, const std::string& why) {
     notes.push_back("--allow-dirty skipped " + path + ": " + why);
@@ -57,23 +51,23 @@ Expected<void> import_dirty(const Session& s, const Project& project, Notes& not
       skip(path, "unmerged (a merge conflict is in progress)");
       continue;
     }
-    std::string from = project.root + "/" + path;
-    std::string to = s.tree() + "/" + path;
+    // Both sides resolved beneath their root with no symbolic link: the
+    // worktree holds whatever links the commits hold (docs -> /etc).
     struct stat st {};
-    if (::lstat(from.c_str(), &st) != 0) {
+    if (::fstatat(project_fd.get(), path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno != ENOENT) {
         skip(path, sys_error("stat").message());
         continue;
       }
-      if (fs::exists(to) && ::unlink(to.c_str()) != 0) {
-        skip(path, sys_error("delete from the workspace").message());
+      if (auto r = fs::unlink_beneath(tree_fd.get(), path); !r) {
+        skip(path, "delete from the workspace: " + r.error().message());
         continue;
       }
       ++counts.deleted;
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
-      skip(path, fs::exists(from + "/.git")
+      skip(path, fs::exists(project.root + "/" + path + "/.git")
                      ? "a submodule or nested git repository (its own work is not carried)"
                      : "a directory");
       continue;
@@ -82,11 +76,7 @@ Expected<void> import_dirty(const Session& s, const Project& project, Notes& not
       skip(path, "not a regular file or symbolic link");
       continue;
     }
-    if (auto r = parents_beneath(s.tree(), path); !r) {
-      skip(path, r.error().message());
-      continue;
-    }
-    if (auto r = fs::copy_entry(from, to); !r) {
+    if (auto r = fs::copy_beneath(project_fd.get(), tree_fd.get(), path, {}); !r) {
       skip(path, r.error().message());
       continue;
     }

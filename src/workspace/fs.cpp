@@ -48,7 +48,26 @@ Expected<std::string> read_fd(int fd, const std::string& path, std::size_t max_b
   return out;
 }
 
+Expected<void> copy_bytes(int in, int out, off_t size, const std::string& to) {
+  off_t left = size;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, static_cast<std::size_t>(left), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("copy", to);
+    }
+    if (n == 0) break;
+    left -= n;
+  }
+  return {};
+}
+
 }  // namespace
+
+mode_t copied_mode(mode_t mode, bool normalize) {
+  if (normalize) return (mode & 0111) != 0 ? 0755 : 0644;
+  return mode & 0777;
+}
 
 Expected<std::string> read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -186,19 +205,10 @@ Expected<void> copy_entry(const std::string& from, const std::string& to) {
   if (!S_ISREG(st.st_mode)) return Error{"copy: not a regular file or symbolic link", from, EINVAL};
   UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) return sys_error("open", from);
-  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 07777));
+  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!out) return sys_error("create", to);
-  off_t left = st.st_size;
-  while (left > 0) {
-    ssize_t n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, static_cast<std::size_t>(left), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return sys_error("copy", to);
-    }
-    if (n == 0) break;
-    left -= n;
-  }
-  ::fchmod(out.get(), st.st_mode & 07777);
+  if (auto r = copy_bytes(in.get(), out.get(), st.st_size, to); !r) return r;
+  ::fchmod(out.get(), copied_mode(st.st_mode, false));
   const timespec times[2] = {st.st_atim, st.st_mtim};
   ::futimens(out.get(), times);
   return {};
@@ -232,7 +242,7 @@ Expected<void> copy_dir(const std::string& from, const std::string& to, const st
     if (S_ISDIR(st.st_mode)) {
       if (::mkdir(dst.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir", dst);
       if (auto r = copy_dir(src, dst, sub, hooks); !r) return r;
-      ::chmod(dst.c_str(), st.st_mode & 07777);
+      ::chmod(dst.c_str(), copied_mode(st.st_mode, false));
       const timespec times[2] = {st.st_atim, st.st_mtim};
       ::utimensat(AT_FDCWD, dst.c_str(), times, AT_SYMLINK_NOFOLLOW);
     } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
@@ -251,11 +261,11 @@ Expected<void> copy_tree(const std::string& from, const std::string& to, const C
   if (::stat(from.c_str(), &st) != 0) return sys_error("stat", from);
   if (auto r = make_dirs(to, 0700); !r) return r;
   if (auto r = copy_dir(from, to, "", hooks); !r) return r;
-  ::chmod(to.c_str(), st.st_mode & 07777);
+  ::chmod(to.c_str(), copied_mode(st.st_mode, false));
   return {};
 }
 
-Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create) {
+Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create, const Owner* owner) {
   constexpr std::uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   UniqueFd cur(::fcntl(root_fd, F_DUPFD_CLOEXEC, 3));
   if (!cur) return sys_error("dup", rel_dir);
@@ -270,11 +280,66 @@ Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool cre
       if (::mkdirat(cur.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
         return sys_error("mkdir", rel_dir);
       fd = sys::openat2(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve);
+      if (fd >= 0 && owner != nullptr && ::fchown(fd, owner->uid, owner->gid) != 0) {
+        ::close(fd);
+        return sys_error("chown", rel_dir);
+      }
     }
     if (fd < 0) return sys_error("open directory", rel_dir);
     cur.reset(fd);
   }
   return cur.release();
+}
+
+Expected<void> unlink_beneath(int root_fd, const std::string& rel) {
+  auto dir = open_dir_beneath(root_fd, parent_of(rel), false);
+  if (!dir) return std::move(dir).error();
+  UniqueFd parent(*dir);
+  if (::unlinkat(parent.get(), base_of(rel).c_str(), 0) != 0 && errno != ENOENT)
+    return sys_error("unlink", rel);
+  return {};
+}
+
+Expected<void> copy_beneath(int from_root, int to_root, const std::string& rel, const CopyPolicy& policy) {
+  auto from_dir = open_dir_beneath(from_root, parent_of(rel), false);
+  if (!from_dir) return std::move(from_dir).error();
+  UniqueFd from(*from_dir);
+  std::string name = base_of(rel);
+  struct stat st {};
+  if (::fstatat(from.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sys_error("stat", rel);
+  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    return Error{"copy: not a regular file or symbolic link", rel, EINVAL};
+  auto to_dir = open_dir_beneath(to_root, parent_of(rel), true, policy.owner);
+  if (!to_dir) return std::move(to_dir).error();
+  UniqueFd to(*to_dir);
+  if (::unlinkat(to.get(), name.c_str(), 0) != 0 && errno != ENOENT) return sys_error("replace", rel);
+  if (S_ISLNK(st.st_mode)) {
+    std::vector<char> buf(static_cast<std::size_t>(st.st_size) + 1);
+    ssize_t n = ::readlinkat(from.get(), name.c_str(), buf.data(), buf.size());
+    if (n < 0) return sys_error("readlink", rel);
+    std::string target(buf.data(), static_cast<std::size_t>(n));
+    if (::symlinkat(target.c_str(), to.get(), name.c_str()) != 0) return sys_error("symlink", rel);
+    if (policy.owner != nullptr &&
+        ::fchownat(to.get(), name.c_str(), policy.owner->uid, policy.owner->gid, AT_SYMLINK_NOFOLLOW) != 0)
+      return sys_error("chown", rel);
+    return {};
+  }
+  // O_NONBLOCK: what was a file at the stat may be a FIFO by now; fstat decides.
+  UniqueFd in(::openat(from.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!in) return sys_error("open", rel);
+  if (::fstat(in.get(), &st) != 0) return sys_error("stat", rel);
+  if (!S_ISREG(st.st_mode)) return Error{"copy: not a regular file", rel, EINVAL};
+  UniqueFd out(::openat(to.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!out) return sys_error("create", rel);
+  if (auto r = copy_bytes(in.get(), out.get(), st.st_size, rel); !r) return r;
+  if (policy.owner != nullptr && ::fchown(out.get(), policy.owner->uid, policy.owner->gid) != 0)
+    return sys_error("chown", rel);
+  // After the chown, which would clear setuid anyway: the mode is ours, not the source's.
+  if (::fchmod(out.get(), copied_mode(st.st_mode, policy.normalize_modes)) != 0)
+    return sys_error("chmod", rel);
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  ::futimens(out.get(), times);
+  return {};
 }
 
 std::string join(const std::string& dir, const std::string& name) {

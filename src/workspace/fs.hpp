@@ -37,13 +37,42 @@ struct CopyHooks {
   std::function<void(const std::string& rel, const std::string& why)> on_skip;
 };
 Expected<void> copy_tree(const std::string& from, const std::string& to, const CopyHooks& hooks);
-// Copies one file (regular: bytes and mode; symlink: the link) to `to`,
-// replacing what is there.
+// Copies one file (regular: bytes and permission bits, never setuid, setgid
+// or sticky; symlink: the link) to `to`, replacing what is there.
 Expected<void> copy_entry(const std::string& from, const std::string& to);
 
+// Who a file made on the host belongs to; unset: whoever makes it.
+struct Owner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
 // Opens the directory `rel_dir` below `root_fd` with no symbolic link and no
-// escape allowed, creating missing components (mode 0755) when `create`.
-Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create);
+// escape allowed, creating missing components (mode 0755, given to `owner`
+// when set) when `create`.
+Expected<int> open_dir_beneath(int root_fd, const std::string& rel_dir, bool create,
+                               const Owner* owner = nullptr);
+
+// How copy_beneath writes what it copies.
+struct CopyPolicy {
+  // Work coming back to the host: 0755 when any execute bit is set, else
+  // 0644. Otherwise the permission bits as they are. Never setuid, setgid
+  // or sticky either way.
+  bool normalize_modes = false;
+  const Owner* owner = nullptr;  // set: every file and directory made is chowned to it
+};
+
+// Copies the entry `rel` (a regular file or a symbolic link, copied as a
+// link) from below `from_root` to the same place below `to_root`, replacing
+// what is there. Both sides are resolved beneath their root with no symbolic
+// link on the way and no blocking open: a link in a parent, a FIFO, a socket
+// or a device is refused by name.
+Expected<void> copy_beneath(int from_root, int to_root, const std::string& rel, const CopyPolicy& policy);
+// Unlinks the non-directory `rel` below `root_fd`, its parents resolved
+// beneath with no symbolic link. A missing entry is not an error.
+Expected<void> unlink_beneath(int root_fd, const std::string& rel);
+// The permission bits a copy carries: no setuid, setgid or sticky ever.
+mode_t copied_mode(mode_t mode, bool normalize);
 
 // Joins and splits '/'-separated relative paths.
 std::string join(const std::string& dir, const std::string& name);

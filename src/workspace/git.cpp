@@ -7,11 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <map>
 
 #include "util/fd.hpp"
+#include "util/syscalls.hpp"
 
 extern char** environ;
 
@@ -85,7 +89,8 @@ Expected<Output> run(const std::vector<std::string>& args, const Env& env) {
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own group: a deadline ends git and all it started
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
   std::vector<std::string> argv{"git"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -107,12 +112,22 @@ Expected<Output> run(const std::vector<std::string>& args, const Env& env) {
   if (env.stdin_data.empty()) in_w.reset();
   Output o;
   char buf[65536];
+  const auto deadline = std::chrono::steady_clock::now() + env.deadline;
+  bool late = false;
   while (out_r || err_r) {
     pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {in_w.get(), POLLOUT, 0}};
-    if (::poll(fds, 3, -1) < 0) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      late = true;
+      break;
+    }
+    int ready = ::poll(fds, 3, static_cast<int>(std::min<std::int64_t>(left.count(), 60000)));
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    if (ready == 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
@@ -129,9 +144,35 @@ Expected<Output> run(const std::vector<std::string>& args, const Env& env) {
     }
   }
   in_w.reset();
+  // A git that closed its output but has not exited is waited for until the same deadline.
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return sys_error("wait for git");
+  if (!late) {
+    UniqueFd exited(sys::pidfd_open(pid, 0));
+    for (;;) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        late = true;
+        break;
+      }
+      pollfd p{exited.get(), POLLIN, 0};
+      int ready = exited ? ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 60000))) : 1;
+      if (ready < 0 && errno != EINTR) return sys_error("wait for git");
+      if (ready > 0) break;
+    }
+  }
+  if (!late) {
+    while (::waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) return sys_error("wait for git");
+    }
+  }
+  if (late) {
+    ::kill(-pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return Error{"git " + (args.empty() ? std::string() : args.front()) + " did not finish within " +
+                     std::to_string(env.deadline.count()) + " s and was stopped",
+                 env.cwd, ETIMEDOUT};
   }
   o.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return o;

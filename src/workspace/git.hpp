@@ -4,6 +4,7 @@
 // repository and on the arguments, not on who runs Chock.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,9 +26,14 @@ struct Env {
   std::vector<std::pair<std::string, std::string>> vars;  // added to the fixed set
   std::string cwd;                                        // empty: the current directory
   std::string stdin_data;
+  // A git that has not ended by then is killed (its whole process group) and
+  // the run is an Error that says so: nothing a call left behind may hang
+  // the host side.
+  std::chrono::seconds deadline{kDeadline};
+  static constexpr int kDeadline = 300;
 };
 
-// Runs `git ARGS...`; an Error only when git could not be started.
+// Runs `git ARGS...`; an Error when git could not be started or passed its deadline.
 Expected<Output> run(const std::vector<std::string>& args, const Env& env = {});
 // Runs git and turns a non-zero exit into an Error naming `what`.
 Expected<std::string> capture(const std::vector<std::string>& args, const Env& env, const std::string& what);

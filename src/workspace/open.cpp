@@ -46,6 +46,9 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
   // Denied paths are covered again on every call: a call may have replaced a notice.
   out.session.deny.insert(out.session.deny.end(), added.begin(), added.end());
   if (auto r = build::cover_denied(out.session, out.session.deny, out.notes); !r) return std::move(r).error();
+  if (out.session.kind == Kind::git) {
+    if (auto r = build::refresh_view(out.session, out.notes); !r) return std::move(r).error();
+  }
   if (!added.empty() && out.session.kind == Kind::git)
     out.notes.emplace_back(
         "the newly denied files are covered in the tree; git inside still lists them as changed");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "chock/workspace.hpp"
+#include "workspace/build.hpp"
 
 namespace chock::workspace {
 
@@ -27,7 +28,15 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     struct stat st {};
     if (::lstat((s.tree() + "/chock.zon").c_str(), &st) == 0 && S_ISREG(st.st_mode))
       config.binds.push_back(Bind{s.tree() + "/chock.zon", s.project + "/chock.zon", Access::read_only_file});
-    config.binds.push_back(Bind{s.common_dir, root + "/repo", Access::read_only});
+    // Never the real git dir: its config, index, reflogs and stash stay out (git_view.cpp).
+    std::string view = build::view_dir(s);
+    config.binds.push_back(Bind{view, root + "/view", Access::read_only});
+    struct stat hooks {};
+    if (::stat((s.common_dir + "/hooks").c_str(), &hooks) == 0 && S_ISDIR(hooks.st_mode))
+      config.binds.push_back(Bind{s.common_dir + "/hooks", root + "/view/hooks", Access::read_only});
+    config.binds.push_back(
+        Bind{build::view_has_own_objects(s) ? view + "/objects" : s.common_dir + "/objects",
+             root + "/repo/objects", Access::read_only});
     config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
     config.binds.push_back(Bind{s.admin(), root + "/admin", Access::read_write});
   } else {

@@ -1,6 +1,7 @@
 #include "workspace/session_git.hpp"
 
 #include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -18,21 +19,35 @@ Expected<void> check_objects(const Session& s) {
   auto alt = fs::read_file_nofollow(s.objects() + "/info/alternates", 4096);
   if (!alt || *alt != "../../repo/objects\n")
     return Error{"the session's objects/info/alternates is not the one Chock made: refusing to read them",
-                 s.objects(), 0};
+                 s.objects(), 0, Errc::hostile_content};
+  // Host-side git opens these files: a link could lead it anywhere, and a
+  // FIFO, socket or device would block it or feed it. Only files and directories.
   static thread_local std::string found;
+  static thread_local const char* what;
   found.clear();
+  what = nullptr;
   ::nftw(
       s.objects().c_str(),
-      [](const char* p, const struct stat*, int type, FTW*) {
+      [](const char* p, const struct stat* st, int type, FTW*) {
         if (type == FTW_SL || type == FTW_SLN) {
-          found = p;
-          return 1;
+          what = "a symbolic link";
+        } else if (type == FTW_DNR || type == FTW_NS) {
+          what = "an entry Chock cannot read";
+        } else if (type == FTW_F && !S_ISREG(st->st_mode)) {
+          what = S_ISFIFO(st->st_mode)                          ? "a FIFO"
+                 : S_ISSOCK(st->st_mode)                        ? "a socket"
+                 : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device node"
+                                                                : "a special file";
         }
-        return 0;
+        if (what == nullptr) return 0;
+        found = p;
+        return 1;
       },
       64, FTW_PHYS);
-  if (!found.empty())
-    return Error{"the session's objects hold a symbolic link: refusing to read them", found, 0};
+  if (what != nullptr)
+    return Error{
+        std::string("the session's objects hold ") + what + ", which Chock does not read: refusing them",
+        found, 0, Errc::hostile_content};
   return {};
 }
 

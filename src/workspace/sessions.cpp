@@ -13,8 +13,9 @@ namespace {
 
 struct Pending {
   std::uint64_t count = 0;
-  std::string head;     // git
-  std::string problem;  // the count could not be known
+  std::string head;      // git
+  std::string problem;   // the count could not be known
+  bool hostile = false;  // because the call left what Chock refuses to read
 };
 
 Pending pending_of(const Session& s) {
@@ -30,6 +31,7 @@ Pending pending_of(const Session& s) {
   }
   if (auto r = session_git::check_objects(s); !r) {
     p.problem = r.error().message();
+    p.hostile = r.error().kind == Errc::hostile_content;
     return p;
   }
   auto head = session_git::head(s);
@@ -82,6 +84,9 @@ Expected<std::string> remove(const std::string& id, bool force) {
   Pending p = pending_of(s);
   std::string done = "removed session " + id;
   if (s.kind == Kind::git) {
+    // Forcing would drop commits Chock could park once the file is gone: the person decides, by hand.
+    if (p.hostile)
+      return Error{"not removed: " + p.problem + "; delete that entry yourself, then run this again", "", 0};
     if (!p.problem.empty() && !force)
       return Error{"not removed: session " + id + "'s commits cannot be counted (" + p.problem +
                        "); --force removes it anyway",

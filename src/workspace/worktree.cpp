@@ -1,6 +1,5 @@
 // The git workspace: a linked worktree whose admin and common dirs are
 // private to the session (see the layout in include/chock/workspace.hpp).
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,50 +36,15 @@ Expected<void> check_owner(const std::string& path) {
   return {};
 }
 
-// The private common dir: our config, our objects, links to the rest.
-Expected<void> make_common(const Session& s, const std::string& real_common) {
+// The private common dir: a generated config, the session's own objects
+// (the real ones as the alternate), and links into the view for the rest.
+Expected<void> make_common(const Session& s, Notes& notes) {
   std::string common = s.common();
   for (const char* d : {"/objects", "/objects/info", "/objects/pack"})
     if (auto r = fs::make_dirs(common + d); !r) return r;
   if (auto r = fs::write_file(common + "/objects/info/alternates", "../../repo/objects\n"); !r) return r;
-  DIR* d = ::opendir(real_common.c_str());
-  if (d == nullptr) return sys_error("opendir", real_common);
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != ".." && n != "config" && n != "objects") names.push_back(n);
-  }
-  ::closedir(d);
-  for (const auto& n : names) {
-    std::string link = fs::join(common, n);
-    if (::symlink(("../repo/" + n).c_str(), link.c_str()) != 0) return sys_error("symlink", link);
-  }
-  // The repository format must be read from this file itself: git does not
-  // follow includes for it.
-  auto format = git::run({"config", "--file", real_common + "/config", "--get-regexp",
-                          "^(core\\.repositoryformatversion|extensions\\..*)$"});
-  if (!format) return std::move(format).error();
-  std::string config =
-      "# Chock's private config for this session's worktree; the repository's own follows.\n";
-  std::string version = "0";
-  std::string extensions;
-  for (const auto& line : git::split(format->out, '\n')) {
-    auto sp = line.find(' ');
-    if (sp == std::string::npos) continue;
-    std::string key = line.substr(0, sp), value = line.substr(sp + 1);
-    if (key == "core.repositoryformatversion") {
-      version = value;
-    } else {
-      extensions += "\t" + key.substr(std::string("extensions.").size()) + " = " + value + "\n";
-    }
-  }
-  config += "[core]\n\trepositoryformatversion = " + version + "\n";
-  if (!extensions.empty()) config += "[extensions]\n" + extensions;
-  config += std::string("[user]\n\tname = ") + kAgentName + "\n\temail = " + kAgentEmail + "\n";
-  config += "[include]\n\tpath = ../repo/config\n";
-  // A gc inside would try to pack the read-only refs.
-  config += "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n";
-  return fs::write_file(common + "/config", config);
+  if (auto r = write_common_config(s); !r) return r;
+  return refresh_view(s, notes);
 }
 
 }  // namespace
@@ -151,7 +115,7 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
     if (auto r = fs::make_dirs(s.dir + d); !r) return r;
   std::string repo_link = s.dir + "/git/repo";
   if (::symlink(project.common_dir.c_str(), repo_link.c_str()) != 0) return sys_error("symlink", repo_link);
-  if (auto r = make_common(s, project.common_dir); !r) return r;
+  if (auto r = make_common(s, notes); !r) return r;
   std::string admin = s.admin();
   if (auto r = fs::write_file(admin + "/HEAD", s.base + "\n"); !r) return r;
   if (auto r = fs::write_file(admin + "/commondir", "../common\n"); !r) return r;

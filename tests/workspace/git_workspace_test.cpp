@@ -100,22 +100,23 @@ TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {
   const std::string script =
       "try() { name=$1; shift; if \"$@\" 2>/tmp/err; then echo \"WROTE $name\"; else echo \"refused $name: "
       "$(cat /tmp/err)\"; fi; }\n"
-      "R=/run/chock/git/repo\n"
+      "R=/run/chock/git/repo\nV=/run/chock/git/view\n"
       "try branch git branch evil\n"
       "try update-ref git update-ref refs/heads/main HEAD\n"
       "try tag git tag evil-tag\n"
-      "try ref-file sh -c \"echo 0000000000000000000000000000000000000000 > $R/refs/heads/main\"\n"
-      "try log sh -c \"echo x >> $R/logs/HEAD\"\n"
+      "try ref-file sh -c \"echo 0000000000000000000000000000000000000000 > $V/refs/heads/main\"\n"
+      "try packed-refs sh -c \"echo x >> $V/packed-refs\"\n"
+      "try log mkdir -p $R/logs\n"
       "try index sh -c \"echo x > $R/index\"\n"
       "try worktrees mkdir -p $R/worktrees/evil\n"
       "try object sh -c \"echo x > $R/objects/evil\"\n"
       "try config sh -c \"echo '[core]' >> $R/config\"\n"
-      "grep ' /run/chock/git/repo ' /proc/self/mountinfo\n"
+      "grep ' /run/chock/git/repo/objects ' /proc/self/mountinfo\n"
       "echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo COMMITTED\n";
   Output o = f.run({}, script);
   ASSERT_EQ(o.status, 0) << describe(o);
-  for (const char* name :
-       {"branch", "update-ref", "tag", "ref-file", "log", "index", "worktrees", "object", "config"}) {
+  for (const char* name : {"branch", "update-ref", "tag", "ref-file", "packed-refs", "log", "index",
+                           "worktrees", "object", "config"}) {
     std::string line = std::string("refused ") + name + ":";
     auto at = o.out.find(line);
     ASSERT_NE(at, std::string::npos) << name << "\n" << o.out;
@@ -126,9 +127,10 @@ TEST(GitWorkspace, TheRealGitIsReadOnlyInsideAndUntouchedAfter) {
     bool eacces = rest.find("Permission denied") != std::string::npos;
     EXPECT_TRUE(erofs || (running_as_root() && eacces)) << rest;
   }
-  auto mount = o.out.find(" /run/chock/git/repo ");
+  const std::string objects_mount = " /run/chock/git/repo/objects ";
+  auto mount = o.out.find(objects_mount);
   ASSERT_NE(mount, std::string::npos) << o.out;
-  EXPECT_EQ(o.out.substr(mount + 21, 3), "ro,") << o.out.substr(mount, 80);
+  EXPECT_EQ(o.out.substr(mount + objects_mount.size(), 3), "ro,") << o.out.substr(mount, 80);
   EXPECT_EQ(o.out.find("WROTE"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("COMMITTED"), std::string::npos) << o.out;
 

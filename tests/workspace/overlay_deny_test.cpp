@@ -45,7 +45,10 @@ TEST(OverlayWorkspace, WritesNeverReachTheProjectAndAdoptListsWhatChanged) {
   EXPECT_EQ(read_file(dest + "/added.txt"), "new\n");
   EXPECT_EQ(read_file(dest + "/d/fresh.txt"), "fresh\n");
   EXPECT_FALSE(exists(dest + "/b.txt"));
-  EXPECT_EQ(read_file(dest + ".txt"), adopt.out);
+  // The list file: a first line saying how it is written, then the same lines.
+  std::string list = read_file(dest + ".txt");
+  EXPECT_EQ(list.rfind("# chock workspace adopt " + id + ": ", 0), 0U) << list;
+  EXPECT_EQ(list.substr(list.find('\n') + 1), adopt.out);
   // Nothing of the project itself changed.
   EXPECT_EQ(read_file(f.file("a.txt")), "alpha\n");
   EXPECT_EQ(read_file(f.file("b.txt")), "bravo\n");

@@ -108,6 +108,23 @@ Output Fixture::chock(const std::vector<std::string>& args, const std::string& s
   return test::chock(args, o);
 }
 
+Output Fixture::on_terminal(const std::vector<std::string>& args, const std::string& typed) const {
+  auto quote = [](const std::string& a) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string command = quote(chock_binary());
+  for (const auto& a : args) command += " " + quote(a);
+  RunOptions o;
+  o.cwd = project_;
+  o.env = {{"XDG_DATA_HOME", data_}, {"XDG_STATE_HOME", state_}, {"XDG_CONFIG_HOME", config_}};
+  o.stdin_data = typed;
+  o.timeout = std::chrono::seconds(60);
+  // -e: script exits with the command's status; -q: no banner. Its log goes nowhere.
+  return run_process({"script", "-qec", command, "/dev/null"}, o);
+}
+
 Output Fixture::run(const std::vector<std::string>& flags, const std::string& script) const {
   std::vector<std::string> args{"run"};
   args.insert(args.end(), flags.begin(), flags.end());

@@ -34,6 +34,8 @@ class Fixture {
   void commit_all(const std::string& message);
   // `chock ARGS...` from the project, with this fixture's data directory.
   Output chock(const std::vector<std::string>& args, const std::string& stdin_data = {}) const;
+  // `chock ARGS...` on a terminal of its own (script(1) makes a pty), `typed` fed to it.
+  Output on_terminal(const std::vector<std::string>& args, const std::string& typed) const;
   // `chock run [FLAGS...] -- sh -c SCRIPT`
   Output run(const std::vector<std::string>& flags, const std::string& script) const;
   // Every session directory lives here.

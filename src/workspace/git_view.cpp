@@ -1,0 +1,275 @@
+// What a call's git sees of the real repository: a view Chock writes, never
+// the repository's own git dir. Inside, /run/chock/git/view (read-only)
+// holds the branches and tags as one packed-refs file, HEAD, shallow,
+// info/exclude and info/attributes; the session's common dir links to them
+// and has a config Chock generates; /run/chock/git/repo/objects is the
+// object store the session's alternates name.
+//
+// Not in the view: the real config (remote URLs with tokens,
+// http.*.extraheader, credential helpers, includes), the index, reflogs,
+// the stash, other worktrees' admin dirs, FETCH_HEAD and ORIG_HEAD.
+//
+// Objects. Without a denied path, the real object store is bound read-only:
+// a session costs nothing at any size of history. With one, the real store
+// would show the denied bytes wherever git still keeps them (a blob staged
+// then unstaged, a commit amended out and held by the reflog, a stash), so
+// the call gets a store of its own instead: one pack of every object
+// reachable from the base and the branches and tags, and on a later call
+// one more pack of what newer tips reach. check_deny_targets has refused a
+// denied path that any of those commits holds, so no version of it is there.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+
+#include "util/fd.hpp"
+#include "workspace/build.hpp"
+#include "workspace/fs.hpp"
+#include "workspace/git.hpp"
+
+namespace chock::workspace::build {
+
+namespace {
+
+constexpr const char* kViewLinks[] = {"refs", "packed-refs", "HEAD", "shallow", "info", "hooks"};
+
+// The config keys a call's git may see: how the repository is laid out, who
+// commits, and where the remotes are, their URLs without userinfo or query.
+bool kept_key(const std::string& key) {
+  static const char* const kCore[] = {"core.repositoryformatversion",
+                                      "core.filemode",
+                                      "core.symlinks",
+                                      "core.ignorecase",
+                                      "core.autocrlf",
+                                      "core.eol",
+                                      "core.precomposeunicode",
+                                      "core.quotepath"};
+  if (std::find(std::begin(kCore), std::end(kCore), key) != std::end(kCore)) return true;
+  if (key.rfind("extensions.", 0) == 0) return true;
+  if (key == "user.name" || key == "user.email") return true;
+  auto ends = [&](const char* suffix) {
+    std::string s = suffix;
+    return key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
+  };
+  if (key.rfind("remote.", 0) == 0) return ends(".url") || ends(".pushurl") || ends(".fetch");
+  if (key.rfind("branch.", 0) == 0) return ends(".remote") || ends(".merge");
+  return false;
+}
+
+// A config value as git reads it back: quoted, with \ and " escaped; no
+// newline can end the line early.
+std::string config_value(const std::string& v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// "section.sub.name" as a config file writes it.
+std::string config_line(const std::string& key, const std::string& value, std::string& section) {
+  auto first = key.find('.');
+  auto last = key.rfind('.');
+  std::string head = key.substr(0, first);
+  if (last != first) head += " " + config_value(key.substr(first + 1, last - first - 1));
+  std::string out;
+  if (head != section) {
+    section = head;
+    out += "[" + head + "]\n";
+  }
+  return out + "\t" + key.substr(last + 1) + " = " + config_value(value) + "\n";
+}
+
+// The config of the session's common dir, built from the real one's kept keys.
+Expected<std::string> generated_config(const std::string& real_common) {
+  auto listed = git::run({"config", "--file", real_common + "/config", "--list", "-z"});
+  if (!listed) return std::move(listed).error();
+  if (!listed->ok())
+    return Error{"read the repository's config: " + listed->first_error_line(), real_common, 0};
+  bool has_user = false;
+  std::string body;
+  std::string section;
+  std::vector<std::pair<std::string, std::string>> kept;
+  for (const auto& entry : git::split(listed->out, '\0')) {
+    auto nl = entry.find('\n');
+    std::string key = entry.substr(0, nl);
+    std::string value = nl == std::string::npos ? "true" : entry.substr(nl + 1);
+    if (!kept_key(key)) continue;
+    if (key.size() > 4 && (key.rfind(".url") == key.size() - 4 || key.rfind(".pushurl") == key.size() - 8))
+      value = url_without_secrets(value);
+    if (key.rfind("user.", 0) == 0) has_user = true;
+    kept.emplace_back(key, value);
+  }
+  // Sorted by section so each header is written once; order within a key is kept.
+  std::stable_sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a.first.substr(0, a.first.rfind('.')) < b.first.substr(0, b.first.rfind('.'));
+  });
+  for (const auto& [key, value] : kept) body += config_line(key, value, section);
+  std::string out = "# Generated by Chock for this session from the repository's config, without secrets.\n";
+  if (!has_user) out += std::string("[user]\n\tname = ") + kAgentName + "\n\temail = " + kAgentEmail + "\n";
+  out += body;
+  // A gc inside would try to pack the read-only refs.
+  out += "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n";
+  return out;
+}
+
+Expected<std::vector<std::string>> branches_and_tags(const std::string& real_common) {
+  auto out = git::capture({"for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", "refs/tags/"},
+                          git::repo_env(real_common), "list the repository's branches and tags");
+  if (!out) return std::move(out).error();
+  return git::split(*out, '\n');
+}
+
+// Sorted by name, as for-each-ref lists them; tags are peeled by git on demand.
+Expected<void> write_packed_refs(const std::string& view, const std::vector<std::string>& refs) {
+  std::string text = "# pack-refs with: sorted \n";
+  for (const auto& line : refs) text += line + "\n";
+  return fs::write_file_atomic(view + "/packed-refs", text);
+}
+
+// Copies a small regular file of the real git dir into the view, if it is there.
+Expected<void> copy_if_there(const std::string& from, const std::string& to) {
+  auto text = fs::read_file_nofollow(from, 16 << 20);
+  if (!text) return text.error().code == ENOENT ? Expected<void>{} : Expected<void>(std::move(text).error());
+  return fs::write_file_atomic(to, *text);
+}
+
+// The objects of every tip not yet packed, as one more pack in the view. A
+// tip made since the session began that reaches a denied path is left out
+// of the view (its ref and its objects), and said. A changed deny list
+// starts the store again: an older pack may hold what is now denied.
+Expected<void> pack_reachable(const Session& s, const std::string& view, std::vector<std::string>& refs,
+                              Notes& notes) {
+  std::string objects = view + "/objects";
+  std::string denied;
+  for (const auto& d : s.deny) denied += d + "\n";
+  auto was = fs::read_file_nofollow(objects + "/denied", 1 << 20);
+  if (!was || *was != denied) {
+    if (auto r = fs::remove_tree(objects); !r) return r;
+  }
+  if (auto r = fs::make_dirs(objects + "/pack"); !r) return r;
+  std::set<std::string> done;
+  if (auto text = fs::read_file_nofollow(objects + "/packed-tips", 64 << 20); text)
+    for (auto& t : git::split(*text, '\n')) done.insert(t);
+  std::string exclude;
+  for (const auto& d : done) exclude += "^" + d + "\n";
+  git::Env env = git::repo_env(s.common_dir);
+  std::set<std::string> wanted;
+  if (!done.count(s.base)) wanted.insert(s.base);  // checked when the session was made
+  for (auto it = refs.begin(); it != refs.end();) {
+    std::string oid = it->substr(0, it->find(' '));
+    if (done.count(oid) || wanted.count(oid)) {
+      ++it;
+      continue;
+    }
+    std::vector<std::string> args{"--literal-pathspecs", "rev-list", "-1", oid};
+    for (const auto& d : done) args.push_back("^" + d);
+    args.emplace_back("--");
+    args.insert(args.end(), s.deny.begin(), s.deny.end());
+    auto holds = git::capture(args, env, "look for denied files in a new branch or tag");
+    if (!holds) return std::move(holds).error();
+    if (!holds->empty()) {
+      notes.push_back(it->substr(it->find(' ') + 1) +
+                      " is not in this call's view of the repository: it holds a version of a denied file");
+      it = refs.erase(it);
+      continue;
+    }
+    wanted.insert(oid);
+    ++it;
+  }
+  if (!wanted.empty()) {
+    std::string revs;
+    for (const auto& w : wanted) revs += w + "\n";
+    env.stdin_data = revs + exclude;
+    // --window=0: deltas already in the repository's packs are reused, none are searched for.
+    if (auto r = git::capture({"pack-objects", "--revs", "-q", "--window=0", objects + "/pack/pack"}, env,
+                              "pack the objects the session may read");
+        !r)
+      return std::move(r).error();
+    done.insert(wanted.begin(), wanted.end());
+    std::string text;
+    for (const auto& d : done) text += d + "\n";
+    if (auto r = fs::write_file_atomic(objects + "/packed-tips", text); !r) return r;
+  }
+  return fs::write_file_atomic(objects + "/denied", denied);
+}
+
+// common/<name> -> ../view/<name>, made again whatever the call left there.
+Expected<void> link_common(const Session& s) {
+  UniqueFd common(::open(s.common().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!common) return sys_error("open", s.common());
+  for (const char* name : kViewLinks) {
+    struct stat st {};
+    if (::fstatat(common.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        // A call replaced the link by a directory of its own: it goes.
+        if (auto r = fs::remove_tree(fs::join(s.common(), name)); !r) return r;
+      } else if (::unlinkat(common.get(), name, 0) != 0) {
+        return sys_error("unlink", fs::join(s.common(), name));
+      }
+    }
+    if (::symlinkat((std::string("../view/") + name).c_str(), common.get(), name) != 0)
+      return sys_error("symlink", fs::join(s.common(), name));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string url_without_secrets(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return url;  // scp-like user@host:path names a user, holds no password
+  std::size_t host = scheme + 3;
+  std::size_t end = url.find_first_of("/?#", host);
+  std::string authority = url.substr(host, end == std::string::npos ? std::string::npos : end - host);
+  auto at = authority.rfind('@');
+  if (at != std::string::npos) authority = authority.substr(at + 1);
+  std::string rest = end == std::string::npos ? std::string() : url.substr(end);
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  return url.substr(0, host) + authority + rest;
+}
+
+std::string view_dir(const Session& s) {
+  return s.dir + "/git/view";
+}
+
+bool view_has_own_objects(const Session& s) {
+  return !s.deny.empty();
+}
+
+Expected<void> write_common_config(const Session& s) {
+  auto config = generated_config(s.common_dir);
+  if (!config) return std::move(config).error();
+  return fs::write_file_atomic(s.common() + "/config", *config);
+}
+
+Expected<void> refresh_view(const Session& s, Notes& notes) {
+  std::string view = view_dir(s);
+  for (const char* d : {"", "/refs", "/refs/heads", "/refs/tags", "/info", "/hooks"})
+    if (auto r = fs::make_dirs(view + d); !r) return r;
+  auto refs = branches_and_tags(s.common_dir);
+  if (!refs) return std::move(refs).error();
+  if (view_has_own_objects(s)) {
+    if (auto r = pack_reachable(s, view, *refs, notes); !r) return r;
+  }
+  if (auto r = write_packed_refs(view, *refs); !r) return r;
+  if (auto r = fs::write_file_atomic(view + "/HEAD", s.base + "\n"); !r) return r;
+  if (auto r = copy_if_there(s.common_dir + "/shallow", view + "/shallow"); !r) return r;
+  for (const char* f : {"/info/exclude", "/info/attributes"})
+    if (auto r = copy_if_there(s.common_dir + f, view + f); !r) return r;
+  // A session made before the view included the real config: its config is made again.
+  auto config = fs::read_file_nofollow(s.common() + "/config", 1 << 20);
+  if (!config || config->find("../repo/config") != std::string::npos)
+    if (auto r = write_common_config(s); !r) return r;
+  return link_common(s);
+}
+
+}  // namespace chock::workspace::build

@@ -1,0 +1,148 @@
+// The host side's file operations on workspace content, each given a
+// symbolic link where a parent directory or the entry itself should be: none
+// reaches outside the tree it was aimed at.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "process.hpp"
+#include "util/fd.hpp"
+#include "workspace/fs.hpp"
+
+namespace chock::workspace::fs {
+namespace {
+
+struct Trees {
+  test::TempDir dir{"chock-fs"};
+  std::string from = dir / "from";
+  std::string to = dir / "to";
+  std::string outside = dir / "outside";
+  UniqueFd from_fd, to_fd;
+  Trees() {
+    for (const auto& d : {from, to, outside}) ::mkdir(d.c_str(), 0755);
+    test::write_file(outside + "/x", "outside\n", 0600);
+    from_fd.reset(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    to_fd.reset(::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  }
+  [[nodiscard]] std::string outside_bytes() const { return test::read_file(outside + "/x"); }
+};
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_mode : 0;
+}
+
+TEST(UnlinkBeneath, ASymlinkedParentIsRefusedAndNothingOutsideGoes) {
+  Trees t;
+  ASSERT_EQ(::symlink(t.outside.c_str(), (t.to + "/docs").c_str()), 0);
+  auto r = unlink_beneath(t.to_fd.get(), "docs/x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ELOOP) << r.error().message();
+  EXPECT_EQ(t.outside_bytes(), "outside\n");
+}
+
+TEST(UnlinkBeneath, ASymlinkLeafIsRemovedItselfNotItsTarget) {
+  Trees t;
+  ASSERT_EQ(::symlink((t.outside + "/x").c_str(), (t.to + "/leaf").c_str()), 0);
+  ASSERT_TRUE(unlink_beneath(t.to_fd.get(), "leaf"));
+  EXPECT_FALSE(test::exists(t.to + "/leaf"));
+  EXPECT_EQ(t.outside_bytes(), "outside\n");
+}
+
+TEST(CopyBeneath, ASymlinkedParentOnEitherSideIsRefused) {
+  Trees t;
+  ASSERT_EQ(::symlink(t.outside.c_str(), (t.to + "/docs").c_str()), 0);
+  ::mkdir((t.from + "/docs").c_str(), 0755);
+  test::write_file(t.from + "/docs/x", "from the call\n");
+  auto into = copy_beneath(t.from_fd.get(), t.to_fd.get(), "docs/x", {});
+  ASSERT_FALSE(into);
+  EXPECT_EQ(into.error().code, ELOOP) << into.error().message();
+  EXPECT_EQ(t.outside_bytes(), "outside\n");
+
+  ASSERT_EQ(::symlink(t.outside.c_str(), (t.from + "/out").c_str()), 0);
+  auto out_of = copy_beneath(t.from_fd.get(), t.to_fd.get(), "out/x", {});
+  ASSERT_FALSE(out_of);
+  EXPECT_EQ(out_of.error().code, ELOOP) << out_of.error().message();
+  EXPECT_FALSE(test::exists(t.to + "/out"));
+}
+
+TEST(CopyBeneath, ASymlinkLeafIsCopiedAsALinkAndALinkAtTheDestinationIsReplaced) {
+  Trees t;
+  ASSERT_EQ(::symlink((t.outside + "/x").c_str(), (t.from + "/leaf").c_str()), 0);
+  ASSERT_EQ(::symlink((t.outside + "/x").c_str(), (t.to + "/file").c_str()), 0);
+  test::write_file(t.from + "/file", "from the call\n");
+  ASSERT_TRUE(copy_beneath(t.from_fd.get(), t.to_fd.get(), "leaf", {}));
+  ASSERT_TRUE(copy_beneath(t.from_fd.get(), t.to_fd.get(), "file", {}));
+  EXPECT_TRUE(S_ISLNK(mode_of(t.to + "/leaf")));
+  EXPECT_TRUE(S_ISREG(mode_of(t.to + "/file")));
+  EXPECT_EQ(test::read_file(t.to + "/file"), "from the call\n");
+  EXPECT_EQ(t.outside_bytes(), "outside\n");
+  EXPECT_EQ(mode_of(t.outside + "/x") & 07777, 0600U);
+}
+
+TEST(CopyBeneath, SpecialFilesAreRefusedWithoutBlocking) {
+  Trees t;
+  ASSERT_EQ(::mkfifo((t.from + "/fifo").c_str(), 0644), 0);
+  auto r = copy_beneath(t.from_fd.get(), t.to_fd.get(), "fifo", {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EINVAL);
+  EXPECT_FALSE(test::exists(t.to + "/fifo"));
+}
+
+TEST(CopyBeneath, SetuidSetgidAndStickyNeverCrossAndModesAreNormalised) {
+  Trees t;
+  test::write_file(t.from + "/tool", "#!/bin/sh\n", 0755);
+  test::write_file(t.from + "/data", "x", 0600);
+  ASSERT_EQ(::chmod((t.from + "/tool").c_str(), 06755), 0);
+  ASSERT_EQ(::chmod((t.from + "/data").c_str(), 05644), 0);
+  CopyPolicy adopt{true, nullptr};
+  ASSERT_TRUE(copy_beneath(t.from_fd.get(), t.to_fd.get(), "tool", adopt));
+  ASSERT_TRUE(copy_beneath(t.from_fd.get(), t.to_fd.get(), "data", adopt));
+  EXPECT_EQ(mode_of(t.to + "/tool") & 07777, 0755U);
+  EXPECT_EQ(mode_of(t.to + "/data") & 07777, 0644U);
+  ASSERT_TRUE(copy_beneath(t.from_fd.get(), t.to_fd.get(), "tool", {}));
+  EXPECT_EQ(mode_of(t.to + "/tool") & 07777, 0755U);
+}
+
+TEST(OpenDirBeneath, CreatesNothingThroughALink) {
+  Trees t;
+  ASSERT_EQ(::symlink(t.outside.c_str(), (t.to + "/docs").c_str()), 0);
+  auto r = open_dir_beneath(t.to_fd.get(), "docs/new/deeper", true);
+  ASSERT_FALSE(r);
+  EXPECT_FALSE(test::exists(t.outside + "/new"));
+  auto up = open_dir_beneath(t.to_fd.get(), "../outside", true);
+  ASSERT_FALSE(up);
+  EXPECT_EQ(up.error().code, EXDEV) << up.error().message();
+}
+
+TEST(RemoveTree, NeitherUnlinksNorChmodsThroughALink) {
+  Trees t;
+  ASSERT_EQ(::chmod(t.outside.c_str(), 0500), 0);
+  ::mkdir((t.to + "/sub").c_str(), 0500);
+  ASSERT_EQ(::symlink(t.outside.c_str(), (t.to + "/sub/dir-link").c_str()), 0);
+  ASSERT_EQ(::symlink((t.outside + "/x").c_str(), (t.to + "/file-link").c_str()), 0);
+  ASSERT_TRUE(remove_tree(t.to));
+  EXPECT_FALSE(test::exists(t.to));
+  EXPECT_EQ(mode_of(t.outside) & 07777, 0500U);
+  ::chmod(t.outside.c_str(), 0755);
+  EXPECT_EQ(t.outside_bytes(), "outside\n");
+}
+
+TEST(ChownTree, ChangesTheLinkNotItsTarget) {
+  if (!test::running_as_root()) GTEST_SKIP() << "chown to another uid needs root";
+  Trees t;
+  ASSERT_EQ(::symlink(t.outside.c_str(), (t.to + "/dir-link").c_str()), 0);
+  ASSERT_EQ(::symlink((t.outside + "/x").c_str(), (t.to + "/file-link").c_str()), 0);
+  ASSERT_TRUE(chown_tree(t.to, 65534, 65534));
+  struct stat st {};
+  ASSERT_EQ(::lstat((t.to + "/file-link").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534U);
+  ASSERT_EQ(::stat((t.outside + "/x").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0U);
+  ASSERT_EQ(::stat(t.outside.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0U);
+}
+
+}  // namespace
+}  // namespace chock::workspace::fs
