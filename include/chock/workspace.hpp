@@ -8,33 +8,41 @@
 //   lock                flock'd while a call, an apply or a removal runs
 //   tree/               git: the checkout, bound read-write at the project's path
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
-//   git/common/         git: a private common dir: config, objects, and
-//                       relative symlinks into ../repo for refs, hooks, info...
+//   git/common/         git: a private common dir: a config Chock generates,
+//                       the session's objects, and relative links into view/
+//   git/view/           git: what the call's git sees of the repository,
+//                       written by Chock (git_view.cpp): packed-refs of the
+//                       branches and tags, HEAD, shallow, info/; with a
+//                       denied path also objects/, a pack of what they reach
 //   git/repo            git: a symlink to the real repository's common dir
 //   upper/ work/        overlay: the layers over the project
 //   lower/              overlay, root callers only: a copy of the project
 //
-// Git design. Inside the sandbox the real common dir is bound read-only at
-// /run/chock/git/repo, the private common dir read-write at
+// Git design. Inside the sandbox the view is bound read-only at
+// /run/chock/git/view (the real hooks read-only over its hooks/), the object
+// store read-only at /run/chock/git/repo/objects (the real one, or the
+// view's pack when a path is denied), the private common dir read-write at
 // /run/chock/git/common, the admin dir at /run/chock/git/admin, and the tree
 // at the project's path; its `.git` file says `gitdir: /run/chock/git/admin`.
 // Every other link is relative (admin/commondir is `../common`, the session's
 // objects/info/alternates is `../../repo/objects`, common/refs is
-// `../repo/refs`), so the same files work on the host, where git/repo is a
+// `../view/refs`), so the same files work on the host, where git/repo is a
 // symlink to the real common dir. Consequences:
 //  - nothing the call does writes into the real .git: a new object lands in
 //    the session's own object directory, HEAD, index and reflog in the admin
 //    dir; a branch or a tag is refused (read-only file system). All of this is
 //    in files, so it survives `env -i git commit`.
-//  - commits made inside are by "Chock Agent <agent@chock.invalid>" unless
-//    the repository's own config names a user (the private config sets the
-//    identity, then includes the real config, which wins).
+//  - the real config, index, reflogs, stash and other worktrees are not in
+//    the tree at all: the call's config keeps the repository format, user.*,
+//    core's layout keys and the remotes with URLs stripped of userinfo and
+//    query; commits are by "Chock Agent <agent@chock.invalid>" unless the
+//    repository names a user.
 //  - host-side git never uses a file the sandbox could have written as
 //    configuration: it runs with GIT_DIR set to the real repository, reads
 //    the session's HEAD by itself, and reads the session's objects only after
-//    checking they hold no symbolic link and the alternates file is ours.
-//    Host-side git always has GIT_CONFIG_GLOBAL=/dev/null,
-//    GIT_CONFIG_SYSTEM=/dev/null and GIT_TERMINAL_PROMPT=0.
+//    checking they hold nothing but files and directories and the alternates
+//    file is ours. Host-side git always has GIT_CONFIG_GLOBAL=/dev/null,
+//    GIT_CONFIG_SYSTEM=/dev/null, GIT_TERMINAL_PROMPT=0 and a deadline.
 //
 // Root callers. The call runs as an unprivileged uid (Config::user, default
 // 65534), so the workspace is chowned to it. A non-git project of a root

@@ -4,6 +4,7 @@
 // bytes wherever git keeps them, credentials in its config).
 #include <fstream>
 
+#include "chock/workspace.hpp"
 #include "support.hpp"
 
 namespace chock::test::ws {
@@ -55,6 +56,25 @@ TEST(HostileGit, ACallCannotGiveAProjectWithoutChockZonOne) {
   f.init_git();
   std::string id = commit_policy_change(f);
   expect_refused_and_parked(f, f.chock({"apply", id, "--yes"}), id);
+  EXPECT_FALSE(exists(f.file("chock.zon")));
+}
+
+TEST(HostileGit, TheLibraryRefusesAConfigurationChangeItsApproverDidNotConfirm) {
+  Fixture f;
+  f.init_git();
+  std::string id = commit_policy_change(f);
+  ::setenv("XDG_DATA_HOME", f.data().c_str(), 1);
+  std::vector<std::string> seen;
+  auto approve_all = [&](const workspace::ApplyPlan& plan) {
+    seen = plan.configuration;
+    return workspace::Approval{true, ""};
+  };
+  auto outcome = workspace::apply(id, workspace::Mode::merge, approve_all);
+  ::unsetenv("XDG_DATA_HOME");
+  ASSERT_TRUE(outcome.has_value()) << outcome.error().message();
+  EXPECT_EQ(seen, std::vector<std::string>{"chock.zon"});
+  EXPECT_EQ(outcome->state, workspace::ApplyOutcome::State::refused);
+  EXPECT_NE(outcome->message.find("the commits change chock.zon"), std::string::npos) << outcome->message;
   EXPECT_FALSE(exists(f.file("chock.zon")));
 }
 
