@@ -123,7 +123,10 @@ BENCHMARK(BM_GitWorktreeAdd)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_ChockGitWorkspace)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_ChockGitWorkspaceDenyingAFileLooseObjects)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_ChockGitWorkspaceDenyingAFilePackedObjects)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_ChockGitWorkspace)->Name("BM_ChockGitWorkspace/after_gc")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_ChockGitWorkspace)
+    ->Name("BM_ChockGitWorkspace/after_gc")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 BENCHMARK(BM_ChockOverlayWorkspace)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace

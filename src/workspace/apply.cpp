@@ -217,7 +217,13 @@ Expected<void> describe_changes(const Session& s, ApplyPlan& plan) {
     if (t2 == std::string::npos) continue;
     std::string path = record.substr(t2 + 1);
     std::string added = record.substr(0, t1), removed = record.substr(t1 + 1, t2 - t1 - 1);
-    plan.paths.push_back(path + (added == "-" ? " (binary)" : " (+" + added + " -" + removed + ")"));
+    std::string line = path;
+    if (added == "-") {
+      line += " (binary)";
+    } else {
+      line.append(" (+").append(added).append(" -").append(removed).append(")");
+    }
+    plan.paths.push_back(std::move(line));
     if (is_configuration(path)) plan.configuration.push_back(path);
   }
   if (plan.configuration.empty()) return {};

@@ -201,8 +201,9 @@ TEST(HostileFiles, AllowDirtyNeverDeletesOrWritesThroughACommittedLink) {
   EXPECT_EQ(read_file(outside / "x"), "outside x\n");
   EXPECT_EQ(read_file(outside / "target"), "outside target\n");
   EXPECT_FALSE(exists(outside / "y"));
-  EXPECT_NE(o.err.find("--allow-dirty skipped docs/x: delete from the workspace: open directory: docs: ELOOP"),
-            std::string::npos)
+  EXPECT_NE(
+      o.err.find("--allow-dirty skipped docs/x: delete from the workspace: open directory: docs: ELOOP"),
+      std::string::npos)
       << describe(o);
   EXPECT_NE(o.out.find("project leaf\n"), std::string::npos) << describe(o);
 }
