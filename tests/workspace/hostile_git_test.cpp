@@ -24,6 +24,14 @@ std::string commit_policy_change(const Fixture& f) {
   return session_id(o);
 }
 
+// A project whose chock.zon allows workspace.apply, and a session that rewrote it.
+std::string allowing_project_with_a_policy_change(Fixture& f) {
+  f.init_git();
+  write_file(f.file("chock.zon"), kAllowApply);
+  f.commit_all("allow apply");
+  return commit_policy_change(f);
+}
+
 void expect_refused_and_parked(const Fixture& f, const Output& o, const std::string& id) {
   EXPECT_EQ(o.status, 1) << describe(o);
   EXPECT_NE(o.err.find("not applied: the commits change chock.zon"), std::string::npos) << o.err;
@@ -33,10 +41,7 @@ void expect_refused_and_parked(const Fixture& f, const Output& o, const std::str
 
 TEST(HostileGit, AChangeToChockZonIsNotAppliedByAnAllowRowYesOrAStoredAlways) {
   Fixture f;
-  f.init_git();
-  write_file(f.file("chock.zon"), kAllowApply);
-  f.commit_all("allow apply");
-  std::string id = commit_policy_change(f);
+  std::string id = allowing_project_with_a_policy_change(f);
   ASSERT_FALSE(id.empty());
   expect_refused_and_parked(f, f.chock({"apply", id}), id);
   expect_refused_and_parked(f, f.chock({"apply", id, "--yes"}), id);
@@ -80,10 +85,7 @@ TEST(HostileGit, TheLibraryRefusesAConfigurationChangeItsApproverDidNotConfirm) 
 
 TEST(HostileGit, OnATerminalTheDiffIsShownAndOnlyAnExplicitYesApplies) {
   Fixture f;
-  f.init_git();
-  write_file(f.file("chock.zon"), kAllowApply);
-  f.commit_all("allow apply");
-  std::string id = commit_policy_change(f);
+  std::string id = allowing_project_with_a_policy_change(f);
   Output no = f.on_terminal({"apply", id}, "a\n");  // "always" is not offered, so not a yes
   EXPECT_NE(no.out.find("| +.{ .network = .host }"), std::string::npos) << describe(no);
   EXPECT_NE(no.out.find("| -.{ .policy"), std::string::npos) << describe(no);
