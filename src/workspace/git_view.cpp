@@ -36,6 +36,10 @@ namespace {
 
 constexpr const char* kViewLinks[] = {"refs", "packed-refs", "HEAD", "shallow", "info", "hooks"};
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // The config keys a call's git may see: how the repository is laid out, who
 // commits, and where the remotes are, their URLs without userinfo or query.
 bool kept_key(const std::string& key) {
@@ -50,10 +54,7 @@ bool kept_key(const std::string& key) {
   if (std::find(std::begin(kCore), std::end(kCore), key) != std::end(kCore)) return true;
   if (key.rfind("extensions.", 0) == 0) return true;
   if (key == "user.name" || key == "user.email") return true;
-  auto ends = [&](const char* suffix) {
-    std::string s = suffix;
-    return key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
-  };
+  auto ends = [&](const char* suffix) { return ends_with(key, suffix); };
   if (key.rfind("remote.", 0) == 0) return ends(".url") || ends(".pushurl") || ends(".fetch");
   if (key.rfind("branch.", 0) == 0) return ends(".remote") || ends(".merge");
   return false;
@@ -103,8 +104,7 @@ Expected<std::string> generated_config(const std::string& real_common) {
     std::string key = entry.substr(0, nl);
     std::string value = nl == std::string::npos ? "true" : entry.substr(nl + 1);
     if (!kept_key(key)) continue;
-    if (key.size() > 4 && (key.rfind(".url") == key.size() - 4 || key.rfind(".pushurl") == key.size() - 8))
-      value = url_without_secrets(value);
+    if (ends_with(key, ".url") || ends_with(key, ".pushurl")) value = url_without_secrets(value);
     if (key.rfind("user.", 0) == 0) has_user = true;
     kept.emplace_back(key, value);
   }
