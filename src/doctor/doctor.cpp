@@ -81,6 +81,7 @@ Expected<std::vector<Row>> check(const Options& options) {
                                   : "; not needed here: " + project->root + " is not a git repository";
 
   std::vector<Row> rows = namespace_rows(context);
+  rows.push_back(nested_namespaces_row(context));
   rows.push_back(landlock_row(context));
   ChildResult strict = try_filter(false);
   rows.push_back(seccomp_row(strict));

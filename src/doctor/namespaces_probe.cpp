@@ -8,10 +8,12 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <fstream>
 
 #include "doctor/probes.hpp"
@@ -221,7 +223,47 @@ Row row_for(const Case& c, const ChildResult& r, uid_t uid, bool root_caller) {
   return make_row(c.row, Level::off, true, reason);
 }
 
+// The call's own user namespace, its limit set as the program sets it, then
+// clone(CLONE_NEWUSER): refused with ENOSPC, or the row is off.
+void nested_body(const sandbox::Identity& identity, const Reporter& out) noexcept {
+  sandbox::StepFailure f;
+  if (!sandbox::drop_to_identity(identity, true, &f) || !sandbox::enter_namespaces(identity, true, &f)) {
+    out.fail(sandbox::step_name(f.step), f.error);
+    return;
+  }
+  if (!sandbox::forbid_nested_user_namespaces()) {
+    out.fail("write /proc/sys/user/max_user_namespaces", errno);
+    return;
+  }
+  out.ok("max_user_namespaces 0 in the call's user namespace");
+  const long pid =
+      ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNET | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid == 0) child_exit(0);
+  if (pid > 0) {
+    out.fail("clone(CLONE_NEWUSER|CLONE_NEWNET) made a namespace", 0);
+    return;
+  }
+  if (errno != ENOSPC) {
+    out.fail("clone(CLONE_NEWUSER|CLONE_NEWNET) (expected ENOSPC)", errno);
+    return;
+  }
+  out.ok("clone(CLONE_NEWUSER|CLONE_NEWNET)", ENOSPC);
+}
+
 }  // namespace
+
+Row nested_namespaces_row(const Context& context) {
+  sandbox::Identity identity = context.identity;
+  identity.unshare_flags = CLONE_NEWUSER;
+  ChildResult r = run_child([&identity](const Reporter& out) noexcept { nested_body(identity, out); });
+  if (r.passed())
+    return make_row(
+        "nested namespaces", Level::ok, true,
+        "none below a call's own: clone, clone3 and unshare with CLONE_NEWUSER are refused (ENOSPC, "
+        "or the filter kills unshare)");
+  return make_row("nested namespaces", Level::off, true,
+                  r.describe() + ": a call could make a user namespace, and chock run refuses to start one");
+}
 
 std::vector<Row> namespace_rows(const Context& context) {
   std::vector<Row> rows;

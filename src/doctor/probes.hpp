@@ -43,6 +43,8 @@ struct Context {
 
 // namespaces_probe.cpp: user, mount, pid, ipc, net; in that order.
 [[nodiscard]] std::vector<Row> namespace_rows(const Context& context);
+// A call's user namespace allows none below it (the limit chock run sets).
+[[nodiscard]] Row nested_namespaces_row(const Context& context);
 
 // layers_probe.cpp
 [[nodiscard]] Row landlock_row(const Context& context);

@@ -88,4 +88,15 @@ bool write_maps(int proc_pid_dir, const Identity& id, StepFailure* failure) noex
          write_proc_file(proc_pid_dir, "gid_map", id.gid_map, Step::gid_map, failure);
 }
 
+bool forbid_nested_user_namespaces() noexcept {
+  // The sysctl is the writer's user namespace's, whichever procfs serves it.
+  int fd = ::open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, "0", 1) == 1;
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return ok;
+}
+
 }  // namespace chock::sandbox

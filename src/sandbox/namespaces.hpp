@@ -40,4 +40,10 @@ bool enter_namespaces(const Identity& identity, bool own_maps, StepFailure* fail
 // at `proc_pid_dir`.
 bool write_maps(int proc_pid_dir, const Identity& identity, StepFailure* failure) noexcept;
 
+// Sets the user namespace limit of the caller's own user namespace to 0, so
+// no process in it makes one below it by any route (unshare, clone, clone3
+// answer ENOSPC). Needs CAP_SYS_RESOURCE there: run it before the
+// capabilities go. Async-signal-safe; on failure errno says why.
+bool forbid_nested_user_namespaces() noexcept;
+
 }  // namespace chock::sandbox

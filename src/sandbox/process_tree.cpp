@@ -91,6 +91,9 @@ void reset_signals(std::uint64_t ignored) noexcept {
   StepFailure f;
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (setsid() < 0) fail_step(channel, {Step::setsid, errno, -1});
+  // No process of the call makes a user namespace by any route (unshare,
+  // clone, clone3): written while this process still holds its capabilities.
+  if (!forbid_nested_user_namespaces()) fail_step(channel, {Step::userns_limit, errno, -1});
   if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
   if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
   l.dev_null.reset();

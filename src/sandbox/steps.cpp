@@ -32,6 +32,8 @@ const char* step_name(Step step) noexcept {
       return "clone_program";
     case Step::setsid:
       return "setsid";
+    case Step::userns_limit:
+      return "userns_limit";
     case Step::mount_private:
       return "mount_private";
     case Step::open_source:

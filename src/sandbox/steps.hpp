@@ -21,6 +21,7 @@ enum class Step : std::uint32_t {
   clone_keeper,
   clone_program,
   setsid,
+  userns_limit,
   mount_private,
   open_source,
   new_root,

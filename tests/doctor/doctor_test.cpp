@@ -20,8 +20,8 @@ using test::Output;
 using test::RunOptions;
 using test::TempDir;
 
-const char* const kNamespaceRows[] = {"user namespace", "mount namespace", "pid namespace", "ipc namespace",
-                                      "net namespace"};
+const char* const kNamespaceRows[] = {"user namespace", "mount namespace", "pid namespace",
+                                      "ipc namespace",  "net namespace",   "nested namespaces"};
 constexpr const char* kJitAllow =
     ".{ .policy = .{ .rules = .{ .{ .action = \"sandbox.jit\", .decision = .allow } } } }\n";
 constexpr const char* kJitDeny =
@@ -126,6 +126,8 @@ TEST_F(Doctor, EveryNamespaceRowIsOkAndAFirstRunCanWork) {
   EXPECT_NE(rows["user namespace"].reason.find("as uid " + uid), std::string::npos)
       << rows["user namespace"].reason;
   EXPECT_NE(o.out.find("a first run can work here"), std::string::npos) << o.out;
+  EXPECT_NE(rows["nested namespaces"].reason.find("ENOSPC"), std::string::npos)
+      << rows["nested namespaces"].reason;
 }
 
 TEST_F(Doctor, LandlockIsOkWithAbi7) {

@@ -8,6 +8,10 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <sched.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/shm.h>
@@ -15,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -282,6 +287,65 @@ int call_shmat_plain() {
   return shmat_with(0);
 }
 
+// Nested namespaces: each child, if the kernel makes one, exits at once.
+int clone_with(unsigned long flags) {
+  long pid = syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid == 0) _exit(0);
+  if (pid < 0) return errno;
+  waitpid(static_cast<pid_t>(pid), nullptr, 0);
+  return 0;
+}
+int clone3_with(std::uint64_t flags) {
+  clone_args args{};
+  args.flags = flags;
+  args.exit_signal = SIGCHLD;
+  long pid = syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) _exit(0);
+  if (pid < 0) return errno;
+  waitpid(static_cast<pid_t>(pid), nullptr, 0);
+  return 0;
+}
+int call_clone_newuser() {
+  return clone_with(CLONE_NEWUSER);
+}
+int call_clone_newuser_newnet() {
+  return clone_with(CLONE_NEWUSER | CLONE_NEWNET);
+}
+int call_clone_newnet() {
+  return clone_with(CLONE_NEWNET);
+}
+int call_clone3_newuser() {
+  return clone3_with(CLONE_NEWUSER);
+}
+int call_clone3_newuser_newnet() {
+  return clone3_with(CLONE_NEWUSER | CLONE_NEWNET);
+}
+int call_unshare_newuser() {
+  return answer(syscall(SYS_unshare, CLONE_NEWUSER));
+}
+int call_unshare_newuser_newnet() {
+  return answer(syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNET));
+}
+// The neighbours: threads and posix_spawn, which glibc builds on clone and clone3.
+int call_threads() {
+  pthread_t threads[100];
+  for (auto& t : threads)
+    if (int rc = pthread_create(
+            &t, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
+        rc != 0)
+      return rc;
+  for (auto& t : threads) pthread_join(t, nullptr);
+  return 0;
+}
+int call_posix_spawn() {
+  pid_t pid = 0;
+  char* argv[] = {const_cast<char*>(g_self), const_cast<char*>("exit_zero"), nullptr};
+  if (int rc = posix_spawn(&pid, g_self, nullptr, nullptr, argv, environ); rc != 0) return rc;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : ECHILD;
+}
+
 // Landlock cases: the path (or two) comes after the case name.
 const char* g_path = nullptr;
 const char* g_path2 = nullptr;
@@ -367,6 +431,15 @@ const Case kCases[] = {
     CASE(personality_query),
     CASE(shmat_exec),
     CASE(shmat_plain),
+    CASE(clone_newuser),
+    CASE(clone_newuser_newnet),
+    CASE(clone_newnet),
+    CASE(clone3_newuser),
+    CASE(clone3_newuser_newnet),
+    CASE(unshare_newuser),
+    CASE(unshare_newuser_newnet),
+    CASE(threads),
+    CASE(posix_spawn),
     {"create_file", call_create_file, 1},
     {"read_file", call_read_file, 1},
     {"truncate", call_truncate, 1},

@@ -162,6 +162,29 @@ TEST_P(Sandbox, EndsAsTheSpecSays) {
 
 INSTANTIATE_TEST_SUITE_P(Seccomp, Sandbox, ::testing::ValuesIn(rows()), row_name);
 
+// No process of a call makes a namespace by any route. The filter kills
+// unshare; clone and clone3 with CLONE_NEWUSER meet the call's own user
+// namespace limit of 0 (ENOSPC), and without it a namespace needs a
+// capability nobody in the call holds (EPERM). Threads and posix_spawn, built
+// on the same calls, still work.
+TEST(NestedNamespaces, NoneIsMadeByAnyRoute) {
+  const std::pair<const char*, int> rows[] = {
+      {"clone_newuser", ENOSPC},
+      {"clone_newuser_newnet", ENOSPC},
+      {"clone3_newuser", ENOSPC},
+      {"clone3_newuser_newnet", ENOSPC},
+      {"clone_newnet", EPERM},
+      {"unshare_newuser", kKilled},
+      {"unshare_newuser_newnet", kKilled},
+      {"threads", kWorks},
+      {"posix_spawn", kWorks},
+  };
+  for (const auto& [attack, expected] : rows) {
+    const Output out = sandboxed(attack, false);
+    EXPECT_EQ(out.status, expected) << attack << ": " << describe(out);
+  }
+}
+
 // A kernel without Landlock is a refusal to run, never a quiet downgrade:
 // landlock_create_ruleset answers ENOSYS to chock here, as it would there.
 TEST(NoLandlock, IsARefusalToRun) {
