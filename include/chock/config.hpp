@@ -45,7 +45,7 @@ struct Grant {
 };
 
 enum class Network {
-  none,      // a fresh network namespace with no interface up
+  none,      // a fresh network namespace with only its own loopback up
   filtered,  // the closed namespace plus a broker (not built yet)
   host,      // no network namespace at all
 };

@@ -110,24 +110,36 @@ void check_namespace(const Probe& p, const Reporter& out) noexcept {
       return;
     }
     case CLONE_NEWNET: {
-      // Nothing brings an interface up, so even loopback is unreachable.
-      const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      if (s < 0) {
-        out.fail("socket(AF_INET)", errno);
+      // Loopback up, as a call has it: 127.0.0.1 is the namespace's own (no
+      // listener: refused), and a documentation address has no route.
+      if (!sandbox::bring_up_loopback()) {
+        out.fail("bring up loopback", errno);
         return;
       }
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(9);
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      const int rc = ::connect(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-      const int err = errno;
-      ::close(s);
-      if (rc == 0 || err != ENETUNREACH) {
-        out.fail("connect to 127.0.0.1 (expected ENETUNREACH)", rc == 0 ? 0 : err);
+      const auto tcp_connect = [](const char* ip) noexcept {
+        const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0) return errno;
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(9);
+        ::inet_pton(AF_INET, ip, &addr.sin_addr);
+        const int rc = ::connect(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+        const int err = rc == 0 ? 0 : errno;
+        ::close(s);
+        return err;
+      };
+      const int own = tcp_connect("127.0.0.1");
+      if (own != ECONNREFUSED) {
+        out.fail("connect to 127.0.0.1:9 (expected ECONNREFUSED)", own);
         return;
       }
-      out.ok("connect to 127.0.0.1", err);
+      out.ok("connect to 127.0.0.1:9", own);
+      const int away = tcp_connect("198.51.100.1");
+      if (away != ENETUNREACH) {
+        out.fail("connect to 198.51.100.1:9 (expected ENETUNREACH)", away);
+        return;
+      }
+      out.ok("connect to 198.51.100.1:9", away);
       return;
     }
     default:
@@ -211,7 +223,10 @@ Row row_for(const Case& c, const ChildResult& r, uid_t uid, bool root_caller) {
       case CLONE_NEWIPC:
         return make_row(c.row, Level::ok, true, "an ipc namespace of its own (" + as + ")");
       default:
-        return make_row(c.row, Level::ok, true, "no interface is up: 127.0.0.1 is unreachable (" + as + ")");
+        return make_row(c.row, Level::ok, true,
+                        "loopback only: 127.0.0.1 and ::1 are the call's own, every other address is "
+                        "unreachable (" +
+                            as + ")");
     }
   }
   std::string reason = r.describe();

@@ -279,6 +279,11 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   plan.ops.push_back(
       tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
   plan.ops.back().landlock = true;
+  // /var/tmp, which tools and test suites use: a capped tmpfs of its own, the
+  // size of /tmp's.
+  plan.ops.push_back(
+      tmpfs_op("var/tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));
+  plan.ops.back().landlock = true;
   for (const Bind& b : config.binds) {
     auto added = add_bind(plan, b, clone_now);
     if (!added) return std::move(added).error();
@@ -422,6 +427,19 @@ bool attach(int source, int root, const MountOp& op) noexcept {
 
 // tmpfs, devpts, proc: a new file system of ours, in one mount(2).
 bool mount_new(const char* type, const MountOp& op) noexcept {
+  // Its parents (var/ of var/tmp) are directories of the new root, made here.
+  char parent[PATH_MAX];
+  const char* target = op.target.c_str();
+  for (const char* slash = std::strchr(target, '/'); slash != nullptr; slash = std::strchr(slash + 1, '/')) {
+    auto n = static_cast<size_t>(slash - target);
+    if (n >= sizeof parent) {
+      errno = ENAMETOOLONG;
+      return false;
+    }
+    std::memcpy(parent, target, n);
+    parent[n] = '\0';
+    if (!make_node(AT_FDCWD, parent, false)) return false;
+  }
   return make_node(AT_FDCWD, op.target.c_str(), false) &&
          mount(type, op.target.c_str(), type, ms_flags(op.attrs),
                op.fs_options.empty() ? nullptr : op.fs_options.c_str()) == 0;

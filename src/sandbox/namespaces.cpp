@@ -1,8 +1,11 @@
 #include "sandbox/namespaces.hpp"
 
 #include <fcntl.h>
+#include <net/if.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,6 +98,22 @@ bool forbid_nested_user_namespaces() noexcept {
   const bool ok = ::write(fd, "0", 1) == 1;
   const int saved = errno;
   ::close(fd);
+  errno = saved;
+  return ok;
+}
+
+bool bring_up_loopback() noexcept {
+  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, "lo", 3);
+  bool ok = ::ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+  if (ok) {
+    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+    ok = ::ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+  }
+  const int saved = errno;
+  ::close(s);
   errno = saved;
   return ok;
 }

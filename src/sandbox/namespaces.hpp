@@ -46,4 +46,9 @@ bool write_maps(int proc_pid_dir, const Identity& identity, StepFailure* failure
 // capabilities go. Async-signal-safe; on failure errno says why.
 bool forbid_nested_user_namespaces() noexcept;
 
+// Brings up the loopback interface of the caller's network namespace: the
+// call's own 127.0.0.1 and ::1, which reach only the call. Needs
+// CAP_NET_ADMIN there. Async-signal-safe; on failure errno says why.
+bool bring_up_loopback() noexcept;
+
 }  // namespace chock::sandbox

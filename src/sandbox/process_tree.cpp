@@ -94,6 +94,10 @@ void reset_signals(std::uint64_t ignored) noexcept {
   // No process of the call makes a user namespace by any route (unshare,
   // clone, clone3): written while this process still holds its capabilities.
   if (!forbid_nested_user_namespaces()) fail_step(channel, {Step::userns_limit, errno, -1});
+  // A call's own loopback reaches only the call: test suites' servers on
+  // 127.0.0.1 work; no other interface, route or host is there.
+  if ((l.identity.unshare_flags & CLONE_NEWNET) != 0 && !bring_up_loopback())
+    fail_step(channel, {Step::loopback, errno, -1});
   if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
   if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
   l.dev_null.reset();

@@ -34,6 +34,8 @@ const char* step_name(Step step) noexcept {
       return "setsid";
     case Step::userns_limit:
       return "userns_limit";
+    case Step::loopback:
+      return "loopback";
     case Step::mount_private:
       return "mount_private";
     case Step::open_source:

@@ -22,6 +22,7 @@ enum class Step : std::uint32_t {
   clone_program,
   setsid,
   userns_limit,
+  loopback,
   mount_private,
   open_source,
   new_root,
