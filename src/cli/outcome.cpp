@@ -35,7 +35,8 @@ void write_result_file(const std::string& path, const Result& r) {
 
 }  // namespace
 
-int finish(const Result& r, const std::vector<std::string>& argv, const std::string& result_file) {
+int finish(const Result& r, const std::vector<std::string>& argv, const std::string& result_file,
+           const std::string& deadline) {
   const std::string command = argv.empty() ? std::string("the command") : argv[0];
   if (r.setup_failure) {
     std::fprintf(stderr, "chock: sandbox setup failed at %s: %s (%s)%s%s\n", r.setup_failure->step.c_str(),
@@ -49,7 +50,8 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
                    errno_name(*r.exec_error), std::strerror(*r.exec_error));
     }
   } else if (r.timed_out) {
-    std::fprintf(stderr, "chock: the call ran past its timeout and every process of it was stopped\n");
+    std::fprintf(stderr, "chock: the call ran past its timeout%s%s and every process of it was stopped\n",
+                 deadline.empty() ? "" : " of ", deadline.c_str());
   } else if (r.cancelled) {
     std::fprintf(stderr, "chock: the call was cancelled and every process of it was stopped\n");
   } else if (std::string named = kill_message(r.limits); !named.empty()) {

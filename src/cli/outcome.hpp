@@ -14,7 +14,9 @@ namespace chock::cli {
 // Prints Chock's own line about how the call ended (a signal, a setup step,
 // a missing command, a timeout), writes `result_file` if given, and returns
 // the exit status for `chock`.
-int finish(const Result& result, const std::vector<std::string>& argv, const std::string& result_file);
+// `deadline` says which deadline a timed-out call met ("30 min, Chock's default").
+int finish(const Result& result, const std::vector<std::string>& argv, const std::string& result_file,
+           const std::string& deadline = {});
 
 // A failure before anything started: one line, the --result file, 125.
 int refuse(const Error& error, const std::string& result_file);

@@ -100,6 +100,18 @@ class Events {
   std::optional<log::SessionLog> log_;
 };
 
+// "90 s", "30 min", "2 h": a deadline as a person reads it.
+std::string seconds_text(double seconds) {
+  char buf[48];
+  if (seconds >= 3600 && static_cast<long long>(seconds) % 3600 == 0)
+    std::snprintf(buf, sizeof buf, "%lld h", static_cast<long long>(seconds) / 3600);
+  else if (seconds >= 60 && static_cast<long long>(seconds) % 60 == 0)
+    std::snprintf(buf, sizeof buf, "%lld min", static_cast<long long>(seconds) / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%g s", seconds);
+  return buf;
+}
+
 int run(const RunOptions& o) {
   std::string start = current_dir();
   if (char real[PATH_MAX]; !o.project.empty() && ::realpath(o.project.c_str(), real) != nullptr) start = real;
@@ -155,8 +167,18 @@ int run(const RunOptions& o) {
   config.allow_jit = jit.decision == policy::Decision::allow;
   config.limits.processes = limits.processes;
   config.limits.memory_bytes = limits.memory_bytes;
-  if (o.timeout_seconds > 0)
+  // No call runs forever: --timeout, else the layers' deadline (30 min unless lowered).
+  std::string deadline;
+  if (o.timeout_seconds > 0) {
     config.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000));
+    deadline = seconds_text(o.timeout_seconds) + " (--timeout)";
+  } else {
+    config.timeout = std::chrono::seconds(limits.timeout_seconds);
+    deadline = seconds_text(static_cast<double>(limits.timeout_seconds)) +
+               (limits.timeout_seconds == config::kDefaultTimeoutSeconds
+                    ? " (Chock's default; .limits.timeout in chock.zon lowers it, --timeout sets it)"
+                    : " (.limits.timeout)");
+  }
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
   if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
@@ -172,7 +194,9 @@ int run(const RunOptions& o) {
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
   if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
-  events.add("tool.call", {{"argv", config.argv}, {"cwd", config.cwd}});
+  events.add("tool.call", {{"argv", config.argv},
+                           {"cwd", config.cwd},
+                           {"timeout_ms", config.timeout ? config.timeout->count() : 0}});
   CancelSignals cancel;
   auto child = spawn(config);
   if (!child) {
@@ -181,7 +205,7 @@ int run(const RunOptions& o) {
   }
   Result r = child->wait(cancel.fd());
   events.add("tool.result", nlohmann::json::parse(r.to_json()));
-  return finish(r, config.argv, o.result_file);
+  return finish(r, config.argv, o.result_file, deadline);
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ class Schema {
 
   Expected<LimitsSpec> limits(const Value& s) const {
     if (auto ok = expect_struct(s); !ok) return ok.error();
-    if (auto ok = only_keys(s, {"processes", "memory"}, ".limits"); !ok) return ok.error();
+    if (auto ok = only_keys(s, {"processes", "memory", "timeout"}, ".limits"); !ok) return ok.error();
     LimitsSpec out;
     if (const zon::Field* f = s.find("processes")) {
       auto v = processes(f->value);
@@ -184,6 +184,40 @@ class Schema {
       if (!v) return v.error();
       out.memory = std::move(*v);
     }
+    if (const zon::Field* f = s.find("timeout")) {
+      auto v = timeout(f->value);
+      if (!v) return v.error();
+      out.timeout = std::move(*v);
+    }
+    return out;
+  }
+
+  // Seconds: 600, or "90s", "10m", "2h".
+  Expected<LimitValue> timeout(const Value& v) const {
+    LimitValue out{.origin = origin(v)};
+    std::uint64_t seconds = 0;
+    if (v.kind == Value::Kind::integer) {
+      if (v.negative || v.magnitude == 0) return at(v, "timeout must be at least 1 second");
+      seconds = v.magnitude;
+    } else if (v.kind == Value::Kind::string) {
+      const std::string& t = v.text;
+      const std::uint64_t unit = t.empty()         ? 0
+                                 : t.back() == 's' ? 1
+                                 : t.back() == 'm' ? 60
+                                 : t.back() == 'h' ? 3600
+                                                   : 0;
+      std::uint64_t n = 0;
+      const char* end = t.data() + t.size() - 1;
+      auto [ptr, ec] = std::from_chars(t.data(), end, n);
+      if (unit == 0 || t.size() < 2 || ec != std::errc() || ptr != end || n == 0 || n > kMaxTimeoutSeconds)
+        return at(v, quote(t) + " is not a duration; a timeout looks like 600, \"90s\", \"10m\" or \"2h\"");
+      seconds = n * unit;
+    } else {
+      return at(v, std::string("expected seconds such as 600 or a duration such as \"10m\", found ") +
+                       zon::kind_name(v.kind));
+    }
+    if (seconds > kMaxTimeoutSeconds) return at(v, "timeout is at most a week (604800 seconds)");
+    out.value = seconds;
     return out;
   }
 

@@ -31,9 +31,16 @@ struct LimitValue {
   std::string origin;       // "path:line:col"
 };
 struct LimitsSpec {
-  std::optional<LimitValue> processes;  // .processes = 256 | "50%"
-  std::optional<LimitValue> memory;     // .memory = "4GiB" | "50%"
+  std::optional<LimitValue> processes;               // .processes = 256 | "50%"
+  std::optional<LimitValue> memory;                  // .memory = "4GiB" | "50%"
+  std::optional<LimitValue> timeout = std::nullopt;  // .timeout = 600 | "10m" | "2h": seconds of wall clock
 };
+
+// A call that sets no deadline ends after this long (chock run): a hung test
+// runner or a program waiting on a network that is not there stops by itself.
+inline constexpr std::uint64_t kDefaultTimeoutSeconds = 30 * 60;
+// A deadline is at most a week.
+inline constexpr std::uint64_t kMaxTimeoutSeconds = 7 * 24 * 3600;
 
 // <project>/chock.zon. Keys: .policy.rules, .deny_read, .limits, .network.
 struct ProjectFile {
@@ -105,6 +112,7 @@ struct Machine {
 struct EffectiveLimits {
   std::optional<std::uint64_t> processes;     // nullopt: nobody set one, the floor's default applies
   std::optional<std::uint64_t> memory_bytes;  // nullopt: likewise
+  std::uint64_t timeout_seconds = kDefaultTimeoutSeconds;  // always set: the default when nobody asks
   std::vector<std::string> notices;
 };
 [[nodiscard]] EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_defaults,

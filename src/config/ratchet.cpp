@@ -48,13 +48,15 @@ std::string bytes_text(std::uint64_t bytes) {
 
 // One limit's values as the three files wrote them, resolved.
 struct Layered {
-  const char* name;  // "memory", "processes"
+  const char* name;  // "memory", "processes", "timeout"
   bool is_bytes;
   std::optional<LimitValue> project, operator_value, bundle;
   // The sandbox's own defaults for the mechanisms this one number sets
   // (memory sets memory.max and RLIMIT_DATA, whose defaults differ).
   std::uint64_t lowest_default;
   std::uint64_t highest_default;
+  // Who the operator's value is, when it is not the operator's file's.
+  const char* operator_label = "the operator's config.zon";
 };
 
 class Resolver {
@@ -68,6 +70,7 @@ class Resolver {
   std::string text(const LimitValue& v) const {
     const std::uint64_t n = number(v);
     std::string shown = layered_.is_bytes ? bytes_text(n) : std::to_string(n);
+    if (std::string_view(layered_.name) == "timeout") shown += " s";
     if (v.kind == LimitValue::Kind::absolute) return shown;
     return std::to_string(v.value) + "% (" + shown + ")";
   }
@@ -87,7 +90,7 @@ std::optional<std::uint64_t> ratchet_one(const Layered& l, const Machine& machin
     who = "the project";
   } else if (l.operator_value) {
     asked = &*l.operator_value;
-    who = "the operator's config.zon";
+    who = l.operator_label;
   }
   // The lowest of the values that bound this one, and who wrote it.
   const LimitValue* holder = nullptr;
@@ -97,7 +100,7 @@ std::optional<std::uint64_t> ratchet_one(const Layered& l, const Machine& machin
   if (l.project && l.operator_value && r.number(*l.operator_value) < *result) {
     result = r.number(*l.operator_value);
     holder = &*l.operator_value;
-    holder_name = "the operator's config.zon";
+    holder_name = l.operator_label;
   }
   if (l.bundle) {
     const std::uint64_t ceiling = r.number(*l.bundle);
@@ -143,6 +146,21 @@ EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_de
                           std::min(cgroup::kDefaultMemoryMax, rlimits::kDefaultData),
                           std::max(cgroup::kDefaultMemoryMax, rlimits::kDefaultData)},
                   machine, out.notices);
+  // A deadline is a number of seconds. A project lowers it and never raises
+  // it past the operator's, or past Chock's default when the operator says
+  // nothing.
+  Layered timeout{"timeout",
+                  false,
+                  project.timeout,
+                  operator_defaults.timeout,
+                  bundle.timeout,
+                  kDefaultTimeoutSeconds,
+                  kDefaultTimeoutSeconds};
+  if (!timeout.operator_value) {
+    timeout.operator_value = LimitValue{LimitValue::Kind::absolute, kDefaultTimeoutSeconds, ""};
+    timeout.operator_label = "Chock's default";
+  }
+  out.timeout_seconds = ratchet_one(timeout, machine, out.notices).value_or(kDefaultTimeoutSeconds);
   return out;
 }
 

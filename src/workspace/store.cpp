@@ -156,22 +156,55 @@ Expected<Session> load(const std::string& id) {
   }
 }
 
+namespace {
+
+// The lock file says who holds it, for whoever waits: "<pid> <unix seconds>".
+void say_holder(int fd) {
+  char text[64];
+  int n = std::snprintf(text, sizeof text, "%d %lld\n", static_cast<int>(::getpid()),
+                        static_cast<long long>(std::time(nullptr)));
+  if (::ftruncate(fd, 0) == 0 && n > 0) (void)!::pwrite(fd, text, static_cast<std::size_t>(n), 0);
+}
+
+// " (pid N, since 2026-12-04 10:30:12)", or "" when the file does not say.
+std::string holder(int fd) {
+  char text[64] = {};
+  ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  long long pid = 0, since = 0;
+  if (n <= 0 || std::sscanf(text, "%lld %lld", &pid, &since) != 2 || pid <= 0) return "";
+  std::time_t t = static_cast<std::time_t>(since);
+  std::tm local{};
+  char when[32];
+  if (::localtime_r(&t, &local) == nullptr ||
+      std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &local) == 0)
+    return " (pid " + std::to_string(pid) + ")";
+  return " (pid " + std::to_string(pid) + ", since " + when + ")";
+}
+
+}  // namespace
+
 Expected<SessionLock> lock(const Session& session, bool wait) {
   std::string path = session.dir + "/lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return sys_error("open lock", path);
   SessionLock held(fd);
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return held;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    say_holder(fd);
+    return held;
+  }
   if (errno != EWOULDBLOCK || !wait) {
     if (errno == EWOULDBLOCK)
-      return Error{"session " + session.id + " is busy (a call, an apply or a removal is running)", "",
-                   EWOULDBLOCK};
+      return Error{
+          "session " + session.id + " is busy (a call, an apply or a removal is running" + holder(fd) + ")",
+          "", EWOULDBLOCK};
     return sys_error("lock", path);
   }
-  std::fprintf(stderr, "chock: waiting for session %s (another call is running in it)\n", session.id.c_str());
+  std::fprintf(stderr, "chock: waiting for the running call of session %s%s\n", session.id.c_str(),
+               holder(fd).c_str());
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) return sys_error("lock", path);
   }
+  say_holder(fd);
   return held;
 }
 

@@ -178,7 +178,7 @@ TEST(ConfigProject, UnknownKeysAndWrongTypes) {
       {".{ .network = .wifi }", ".wifi", "unknown network '.wifi'; the network is .none, .filtered or .host"},
       {".{ .limits = 5 }", "5", "expected a struct such as .{ .name = value }, found an integer"},
       {".{ .limits = .{ .cpu = 1 } }", ".cpu",
-       "unknown key '.cpu' in .limits; the keys there are .processes and .memory"},
+       "unknown key '.cpu' in .limits; the keys there are .processes, .memory and .timeout"},
   });
 }
 
@@ -602,6 +602,54 @@ TEST(ConfigMachine, ThisMachine) {
   }
   ASSERT_GT(kib, 0u);
   EXPECT_EQ(m.ram_bytes / 1024, kib);
+}
+
+}  // namespace
+
+namespace {
+
+using chock::config::kDefaultTimeoutSeconds;
+using chock::config::LimitsSpec;
+using chock::config::LimitValue;
+using chock::config::parse_project;
+using chock::config::ratchet;
+
+LimitsSpec timeout_of(std::uint64_t seconds) {
+  LimitsSpec l;
+  l.timeout = LimitValue{LimitValue::Kind::absolute, seconds, "test"};
+  return l;
+}
+
+TEST(Timeout, ReadAsSecondsOrADuration) {
+  for (const auto& [text, seconds] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"600", 600}, {"\"90s\"", 90}, {"\"10m\"", 600}, {"\"2h\"", 7200}}) {
+    auto p = parse_project(".{ .limits = .{ .timeout = " + text + " } }", "/p/chock.zon", "/nonexistent");
+    ASSERT_TRUE(p) << text << ": " << p.error().message();
+    ASSERT_TRUE(p->limits.timeout) << text;
+    EXPECT_EQ(p->limits.timeout->value, seconds) << text;
+  }
+  for (const char* bad : {"0", "\"10\"", "\"5d\"", "\"m\"", "\"-1m\"", "true", "\"200h\""}) {
+    auto p = parse_project(std::string(".{ .limits = .{ .timeout = ") + bad + " } }", "/p/chock.zon",
+                           "/nonexistent");
+    ASSERT_FALSE(p) << bad;
+    EXPECT_EQ(p.error().message().rfind("/p/chock.zon:1:", 0), 0U) << p.error().message();
+  }
+}
+
+TEST(Timeout, DefaultsToHalfAnHourAndAProjectOnlyLowersIt) {
+  const chock::config::Machine machine{4, 1ULL << 34};
+  EXPECT_EQ(kDefaultTimeoutSeconds, 1800U);
+  EXPECT_EQ(ratchet({}, {}, {}, machine).timeout_seconds, 1800U);
+  EXPECT_EQ(ratchet(timeout_of(60), {}, {}, machine).timeout_seconds, 60U);
+  auto raised = ratchet(timeout_of(7200), {}, {}, machine);
+  EXPECT_EQ(raised.timeout_seconds, 1800U);
+  EXPECT_EQ(raised.notices, std::vector<std::string>{
+                                "the project asks for timeout 7200 s; Chock's default holds it to 1800 s"});
+  // The operator may raise the default; the project still lowers only.
+  EXPECT_EQ(ratchet({}, timeout_of(7200), {}, machine).timeout_seconds, 7200U);
+  EXPECT_EQ(ratchet(timeout_of(9000), timeout_of(7200), {}, machine).timeout_seconds, 7200U);
+  // The bundle's ceiling holds everyone, the default included.
+  EXPECT_EQ(ratchet({}, {}, timeout_of(600), machine).timeout_seconds, 600U);
 }
 
 }  // namespace

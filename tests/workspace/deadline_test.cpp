@@ -1,0 +1,70 @@
+// No call runs forever by default, and a call that waits for its session
+// says so at once.
+#include <chrono>
+
+#include "support.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+TEST(Deadline, AHungCallEndsAtTheProjectsLoweredDefaultAndIsNamed) {
+  Fixture f;
+  f.init_plain();
+  write_file(f.file("chock.zon"), ".{ .limits = .{ .timeout = 1 } }\n");
+  const auto start = std::chrono::steady_clock::now();
+  Output o = f.chock({"run", "--", "sleep", "100000"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_NE(o.status, 0) << describe(o);
+  EXPECT_NE(
+      o.err.find("chock: the call ran past its timeout of 1 s (.limits.timeout) and every process of it "
+                 "was stopped"),
+      std::string::npos)
+      << describe(o);
+}
+
+TEST(Deadline, WithoutOneTheCallGetsChocksDefault) {
+  Fixture f;
+  f.init_plain();
+  Output o = f.run({}, "true");
+  ASSERT_EQ(o.status, 0) << describe(o);
+  // The session log records the deadline the call ran under: 30 minutes.
+  RunOptions find;
+  find.env = {{"STATE", f.state()}, {"ID", session_id(o)}};
+  Output log = run_process({"sh", "-c", "cat \"$(find \"$STATE\" -name \"$ID.jsonl\")\""}, find);
+  EXPECT_NE(log.out.find("\"timeout_ms\":1800000"), std::string::npos) << describe(log);
+  // A project asking for more than the default is held to it, and told once.
+  write_file(f.file("chock.zon"), ".{ .limits = .{ .timeout = \"2h\" } }\n");
+  Output held = f.chock({"run", "--", "true"});
+  EXPECT_EQ(held.status, 0) << describe(held);
+  EXPECT_NE(held.err.find("the project asks for timeout 7200 s; Chock's default holds it to 1800 s"),
+            std::string::npos)
+      << describe(held);
+}
+
+TEST(Deadline, ASecondCallOnTheSessionSaysWhatItWaitsFor) {
+  Fixture f;
+  f.init_plain();
+  Output first = f.run({}, "true");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  std::string id = session_id(first);
+  RunOptions o;
+  o.cwd = f.project();
+  o.env = {{"XDG_DATA_HOME", f.data()},
+           {"XDG_STATE_HOME", f.state()},
+           {"XDG_CONFIG_HOME", f.config()},
+           {"CHOCK", chock_binary()},
+           {"ID", id}};
+  Output both = run_process({"sh", "-c",
+                             "\"$CHOCK\" run --session \"$ID\" -- sleep 2 & sleep 0.7; "
+                             "\"$CHOCK\" run --session \"$ID\" -- echo second; wait"},
+                            o);
+  EXPECT_EQ(both.status, 0) << describe(both);
+  EXPECT_NE(both.err.find("chock: waiting for the running call of session " + id + " (pid "),
+            std::string::npos)
+      << describe(both);
+  EXPECT_NE(both.err.find(", since 20"), std::string::npos) << describe(both);
+  EXPECT_NE(both.out.find("second"), std::string::npos) << describe(both);
+}
+
+}  // namespace
+}  // namespace chock::test::ws
