@@ -64,6 +64,9 @@ struct Result {
   bool cancelled = false;
   std::chrono::nanoseconds duration{};
   bool write_execute_relaxed = false;
+  // "sealed": every memfd of the call was made non-executable (MFD_NOEXEC_SEAL);
+  // else "open (why)" on a kernel or machine where Chock could not.
+  std::string memfd_exec;
   LandlockReport landlock;
   LimitsReport limits;
 

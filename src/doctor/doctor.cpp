@@ -86,6 +86,7 @@ Expected<std::vector<Row>> check(const Options& options) {
   ChildResult strict = try_filter(false);
   rows.push_back(seccomp_row(strict));
   rows.push_back(write_execute_row(*jit, strict));
+  rows.push_back(memfd_row());
   rows.push_back(pidfd_row());
   rows.push_back(clone_into_cgroup_row());
   rows.push_back(overlay_row(context, overlay_blocks, overlay_why));

@@ -61,6 +61,8 @@ struct Context {
 // process_probe.cpp
 [[nodiscard]] Row pidfd_row();
 [[nodiscard]] Row clone_into_cgroup_row();
+// Whether a memfd made with MFD_NOEXEC_SEAL refuses to be run (Linux 6.3+).
+[[nodiscard]] Row memfd_row();
 
 // mounts_probe.cpp
 [[nodiscard]] Row overlay_row(const Context& context, bool blocks, const std::string& why_blocks);

@@ -2,8 +2,12 @@
 // is killed and reaped through its pidfd, as a cancel does it; and clone3
 // with CLONE_INTO_CGROUP, which a supplied cgroup needs, into the caller's
 // own cgroup. Both use sandbox::clone_with_pidfd, the sandbox's own clone.
+// And whether this kernel seals a memfd non-executable, as every call's are.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +18,7 @@
 #include "doctor/probes.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/clone.hpp"
+#include "sandbox/seccomp.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::doctor {
@@ -21,6 +26,7 @@ namespace {
 
 constexpr const char* kPidfdRow = "pidfd";
 constexpr const char* kCgroupCloneRow = "clone3 into cgroup";
+constexpr const char* kMemfdRow = "memfd exec";
 
 void pidfd_body(const Reporter& out) noexcept {
   int block[2];
@@ -101,7 +107,52 @@ Expected<std::string> own_cgroup_dir() {
   return Error{"cgroup " + *own + " is outside the cgroup2 mount at " + mount->point, "", 0};
 }
 
+// What the keeper makes of every memfd_create of a call: one created with
+// MFD_NOEXEC_SEAL has no execute bit, can be given none, and execve refuses it.
+void memfd_body(const Reporter& out) noexcept {
+  const int fd =
+      static_cast<int>(::syscall(SYS_memfd_create, "chock-doctor", MFD_CLOEXEC | seccomp::kMfdNoexecSeal));
+  if (fd < 0) {
+    out.fail("memfd_create(MFD_NOEXEC_SEAL)", errno);
+    return;
+  }
+  out.ok("memfd_create(MFD_NOEXEC_SEAL)");
+  if (::write(fd, "#!/bin/sh\n", 10) != 10) {
+    out.fail("write", errno);
+    return;
+  }
+  if (::fchmod(fd, 0755) == 0 || errno != EPERM) {
+    out.fail("fchmod(0755) of the memfd (expected EPERM)", errno);
+    return;
+  }
+  out.ok("fchmod(0755)", EPERM);
+  char* const argv[] = {nullptr};
+  ::syscall(SYS_execveat, fd, "", argv, argv, AT_EMPTY_PATH);
+  if (errno != EACCES) {
+    out.fail("execveat of the memfd (expected EACCES)", errno);
+    return;
+  }
+  out.ok("execveat", EACCES);
+}
+
 }  // namespace
+
+Row memfd_row() {
+#if !defined(__x86_64__)
+  return make_row(kMemfdRow, Level::degraded, false,
+                  "Chock adds MFD_NOEXEC_SEAL on x86_64 only: a call can run a memfd through /proc/self/fd");
+#else
+  ChildResult r = run_child([](const Reporter& out) noexcept { memfd_body(out); });
+  if (!r.passed())
+    return make_row(kMemfdRow, Level::degraded, false,
+                    r.describe() +
+                        ": this kernel cannot seal a memfd non-executable (Linux 6.3+), so a call can run "
+                        "one through /proc/self/fd");
+  return make_row(kMemfdRow, Level::ok, false,
+                  "every memfd of a call is sealed non-executable (the keeper adds MFD_NOEXEC_SEAL, "
+                  "the filter refuses MFD_EXEC): execve of one answers EACCES");
+#endif
+}
 
 Row pidfd_row() {
   ChildResult r = run_child([](const Reporter& out) noexcept { pidfd_body(out); });

@@ -24,6 +24,8 @@ struct Evidence {
   std::uint32_t xfsz_efbig = 0;      // SIGXFSZ deliveries right after a system call failed with EFBIG
   std::uint32_t xcpu_over_soft = 0;  // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
   std::uint64_t cpu_ticks_max = 0;   // largest own CPU time (clock ticks) seen at such a delivery
+  std::uint32_t memfd_sealed = 0;    // memfd_create calls the keeper made non-executable
+  std::uint32_t memfd_unsealed = 0;  // ... and calls it could not (their memfd may be run)
 };
 
 // Keeper state: fixed size, built before the fork.
@@ -31,12 +33,14 @@ struct Watch {
   int proc_fd = -1;                  // a procfs of the sandbox pid namespace, or -1
   bool find_proc = false;            // proc_fd < 0: open the sandbox's own /proc when first needed
   std::uint64_t cpu_soft_ticks = 0;  // RLIMIT_CPU soft, in clock ticks (sysconf before the fork)
+  bool seal_memfd = false;           // this kernel has MFD_NOEXEC_SEAL (probed before the fork)
   std::uint32_t tasks_live = 0;
   Evidence evidence;
 };
 
 // Options for PTRACE_SEIZE: follow every fork, vfork and thread, stop each
-// task at exit, and kill the tracees if the keeper dies.
+// task at exit and at the filter's SECCOMP_RET_TRACE, and kill the tracees
+// if the keeper dies.
 unsigned long seize_options() noexcept;
 
 // The keeper's /proc, when it is a procfs of the keeper's own pid namespace
@@ -44,6 +48,9 @@ unsigned long seize_options() noexcept;
 // root to the sandbox's, whose /proc is the sandbox's pid namespace. Opened
 // once, when evidence first needs it; -1 until the program has pivoted.
 int proc_dir(Watch& watch) noexcept;
+
+// Whether memfd_create takes MFD_NOEXEC_SEAL here (Linux 6.3+). Before the fork.
+bool kernel_seals_memfd() noexcept;
 
 // A detached procfs of the caller's pid namespace (fsopen + fsmount, so it is
 // attached nowhere in the mount tree), or -1 with errno.

@@ -15,6 +15,7 @@ std::optional<Error> LimitsSetup::placement_failed(int code) {
 
 exit_watch::Watch LimitsSetup::watch() const {
   exit_watch::Watch w;
+  w.seal_memfd = seals_memfd;
   if (const rlimits::Entry* cpu = rlimits::find(plan, RLIMIT_CPU);
       cpu != nullptr && cpu->soft != RLIM_INFINITY)
     w.cpu_soft_ticks = static_cast<std::uint64_t>(cpu->soft) * static_cast<std::uint64_t>(clock_ticks);
@@ -29,6 +30,9 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
   s.plan = *plan;
   s.processes_allowed = config.limits.processes.value_or(rlimits::kDefaultProcesses);
   s.clock_ticks = ::sysconf(_SC_CLK_TCK);
+#if defined(__x86_64__)
+  s.seals_memfd = exit_watch::kernel_seals_memfd();
+#endif
   if (config.containment.kind == Containment::Kind::supplied) {
     if (auto ok = cgroup::check_supplied(config.containment.cgroup_fd); !ok) return std::move(ok).error();
     s.supplied = true;
@@ -71,6 +75,15 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
   } else {
     s.managed.fill(r);
   }
+  // Untraced, memfd_create answers ENOSYS: no memfd at all, which is sealed too.
+  if (!s.seals_memfd)
+    result.memfd_exec =
+        "open (this kernel has no MFD_NOEXEC_SEAL, Linux 6.3, or Chock cannot add it on this architecture)";
+  else if (evidence.memfd_unsealed > 0)
+    result.memfd_exec =
+        "open (" + std::to_string(evidence.memfd_unsealed) + " memfd_create calls could not be sealed)";
+  else
+    result.memfd_exec = "sealed";
   KillFacts facts;
   facts.exit_code = result.exit_code;
   facts.signal = result.signal;

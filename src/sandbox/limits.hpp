@@ -27,6 +27,7 @@ struct LimitsSetup {
   int clone_cgroup_fd = -1;  // for clone_args.cgroup (CLONE_INTO_CGROUP), or -1
   std::uint64_t processes_allowed = 0;
   long clock_ticks = 100;
+  bool seals_memfd = false;  // the keeper can add MFD_NOEXEC_SEAL to every memfd_create
 
   // The first clone3 failed with `code` while clone_cgroup_fd was set. For a
   // supplied cgroup: the refusal to return (start nothing, no fallback). For a

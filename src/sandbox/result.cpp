@@ -58,6 +58,7 @@ std::string Result::to_json() const {
   }
   if (exec_error) j["exec_error"] = {{"errno", *exec_error}, {"errno_name", errno_name(*exec_error)}};
   j["write_execute"] = write_execute_relaxed ? "relaxed" : "strict";
+  j["memfd_exec"] = memfd_exec;
   j["landlock"] = {{"abi", landlock.abi},
                    {"handled", landlock.handled},
                    {"missing", landlock.missing},

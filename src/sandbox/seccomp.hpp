@@ -28,6 +28,16 @@ struct Options {
   Layout layout = Layout::binary_tree;
 };
 
+// memfd_create's flags from Linux 6.3 (Debian 12's headers predate them).
+inline constexpr unsigned kMfdNoexecSeal = 0x0008U;  // MFD_NOEXEC_SEAL: never executable, sealed so
+inline constexpr unsigned kMfdExec = 0x0010U;        // MFD_EXEC: executable, asked for by name
+// The SECCOMP_RET_TRACE data of memfd_create without MFD_NOEXEC_SEAL: the
+// keeper, which traces every process of the call, adds the flag before the
+// kernel sees the call (exit_watch.cpp). A memfd is then a file that can be
+// written, read and mapped, and never run by execve("/proc/self/fd/N"),
+// where Landlock's execute right has no path to check.
+inline constexpr std::uint16_t kTraceMemfdCreate = 1;
+
 // A system call the filter kills, by name and by the number the filter uses.
 struct Killed {
   const char* name;

@@ -97,6 +97,18 @@ Expected<void> add(void* ctx, std::uint32_t action, int nr, const char* name,
   return {};
 }
 
+// A memfd is never executable: MFD_EXEC is refused as vm.memfd_noexec=2
+// refuses it, and a call without MFD_NOEXEC_SEAL goes to the keeper, which
+// adds it. The two conditions are disjoint, so no rule shadows the other.
+Expected<void> add_memfd_rules(void* ctx) {
+  if (auto r = add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(memfd_create), "memfd_create",
+                   {low32_has_bits(1, kMfdExec)});
+      !r)
+    return r;
+  return add(ctx, SCMP_ACT_TRACE(kTraceMemfdCreate), SCMP_SYS(memfd_create), "memfd_create",
+             {scmp_arg_cmp{1, SCMP_CMP_MASKED_EQ, kMfdExec | kMfdNoexecSeal, 0}});
+}
+
 Expected<void> add_kill_rules(void* ctx) {
   for (const auto& call : kKilled) {
     if (auto r = add(ctx, SCMP_ACT_KILL_PROCESS, resolve(call), call.name); !r) return r;
@@ -106,6 +118,7 @@ Expected<void> add_kill_rules(void* ctx) {
           add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(execveat), "execveat", {low32_has_bits(4, AT_EMPTY_PATH)});
       !r)
     return r;
+  if (auto r = add_memfd_rules(ctx); !r) return r;
   // vsock reaches the hypervisor without consulting the network namespace.
   return add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), "socket", {low32_equals(0, AF_VSOCK)});
 }

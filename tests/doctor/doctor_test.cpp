@@ -152,6 +152,16 @@ TEST_F(Doctor, SeccompIsOkAndItsKilledCallEndedInSigsys) {
   EXPECT_NE(rows["seccomp"].reason.find("io_uring_setup"), std::string::npos);
 }
 
+// Linux 6.3+ seals a memfd non-executable; this machine's kernel has it.
+TEST_F(Doctor, MemfdExecIsOkAndSaysHowItIsRefused) {
+  Output o = doctor();
+  auto rows = human_rows(o.out);
+  ASSERT_TRUE(rows.count("memfd exec")) << o.out;
+  EXPECT_EQ(rows["memfd exec"].state, "ok") << rows["memfd exec"].reason;
+  EXPECT_NE(rows["memfd exec"].reason.find("EACCES"), std::string::npos) << rows["memfd exec"].reason;
+  EXPECT_FALSE(rows["memfd exec"].blocks);
+}
+
 TEST_F(Doctor, CgroupV2IsDegradedNamingCgroupV1AndDoesNotBlock) {
   if (cgroup2_has_memory_and_pids())
     GTEST_SKIP()

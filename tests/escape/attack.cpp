@@ -158,18 +158,80 @@ int call_exit_zero() {
   return 0;
 }
 
-// A file with no path at all, run by descriptor: a copy of this program.
+// A file with no path at all, run by descriptor: this program, opened.
 int call_execveat_empty_path() {
   int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  int mem = static_cast<int>(syscall(SYS_memfd_create, "attack", 0));
-  if (self < 0 || mem < 0) return errno;
+  if (self < 0) return errno;
+  char arg0[] = "attack", arg1[] = "exit_zero";
+  char* argv[] = {arg0, arg1, nullptr};
+  return answer(syscall(SYS_execveat, self, "", argv, environ, AT_EMPTY_PATH));
+}
+
+// A memfd holding a copy of this program, or -1 with errno.
+constexpr unsigned kMfdNoexecSeal = 0x0008U, kMfdExec = 0x0010U;
+int memfd_copy_of_self(unsigned flags) {
+  int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (self < 0) return -1;
+  int mem = static_cast<int>(syscall(SYS_memfd_create, "attack", flags));
   char buf[65536];
-  for (ssize_t n; (n = read(self, buf, sizeof buf)) > 0;) {
-    if (write(mem, buf, static_cast<size_t>(n)) != n) return errno;
+  for (ssize_t n; mem >= 0 && (n = read(self, buf, sizeof buf)) > 0;) {
+    if (write(mem, buf, static_cast<size_t>(n)) != n) return -1;
   }
+  int saved = errno;
+  close(self);
+  errno = saved;
+  return mem;
+}
+// Run it through its /proc/self/fd link: Landlock has no path to check.
+int call_memfd_exec_proc_fd() {
+  int mem = memfd_copy_of_self(0);
+  if (mem < 0) return errno;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", mem);
+  char arg0[] = "attack", arg1[] = "exit_zero";
+  char* argv[] = {arg0, arg1, nullptr};
+  return answer(execve(path, argv, environ));
+}
+// Or by descriptor.
+int call_memfd_execveat() {
+  int mem = memfd_copy_of_self(MFD_CLOEXEC);
+  if (mem < 0) return errno;
   char arg0[] = "attack", arg1[] = "exit_zero";
   char* argv[] = {arg0, arg1, nullptr};
   return answer(syscall(SYS_execveat, mem, "", argv, environ, AT_EMPTY_PATH));
+}
+// Asking for an executable memfd by name.
+int call_memfd_exec_flag() {
+  return answer(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC | kMfdExec));
+}
+// Making one executable afterwards.
+int call_memfd_chmod_exec() {
+  int mem = static_cast<int>(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC));
+  if (mem < 0) return errno;
+  return answer(fchmod(mem, 0755));
+}
+// The neighbour: a memfd used as a file works, sealing included (Wayland,
+// systemd and Chromium seal theirs).
+int call_memfd_as_file() {
+  int mem = static_cast<int>(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (mem < 0) return errno;
+  const char text[] = "a memfd used as a file";
+  if (write(mem, text, sizeof text) != static_cast<ssize_t>(sizeof text)) return errno;
+  char back[sizeof text] = {};
+  if (pread(mem, back, sizeof back, 0) != static_cast<ssize_t>(sizeof back)) return errno;
+  if (std::memcmp(back, text, sizeof text) != 0) return EIO;
+  void* shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0);
+  if (shared == MAP_FAILED) return errno;
+  if (std::memcmp(shared, text, sizeof text) != 0) return EIO;
+  static_cast<char*>(shared)[0] = 'A';
+  munmap(shared, 4096);
+  if (fcntl(mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0) return errno;
+  if (write(mem, "x", 1) >= 0 || errno != EPERM) return EIO;  // the seal holds
+  return 0;
+}
+// A memfd that asked to be non-executable itself: the filter lets it by.
+int call_memfd_create_sealed() {
+  return answer(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC | kMfdNoexecSeal));
 }
 // The neighbour: execveat of a path, relative to a directory descriptor.
 int call_execveat_path() {
@@ -414,6 +476,12 @@ const Case kCases[] = {
     CASE(execveat_empty_path),
     CASE(execveat_path),
     CASE(memfd_create),
+    CASE(memfd_exec_proc_fd),
+    CASE(memfd_execveat),
+    CASE(memfd_exec_flag),
+    CASE(memfd_chmod_exec),
+    CASE(memfd_as_file),
+    CASE(memfd_create_sealed),
     CASE(socket_vsock),
     CASE(socket_vsock_high_bits),
     CASE(socket_unix),

@@ -71,7 +71,6 @@ std::vector<Row> rows() {
       {"execveat_empty_path", false, kKilled},
       {"execveat_empty_path", true, kKilled},
       {"execveat_path", false, kWorks},
-      {"memfd_create", false, kWorks},
       {"socket_vsock", false, kKilled},
       {"socket_vsock", true, kKilled},
       {"socket_vsock_high_bits", false, kKilled},
@@ -181,6 +180,39 @@ TEST(NestedNamespaces, NoneIsMadeByAnyRoute) {
   };
   for (const auto& [attack, expected] : rows) {
     const Output out = sandboxed(attack, false);
+    EXPECT_EQ(out.status, expected) << attack << ": " << describe(out);
+  }
+}
+
+// A memfd is never executable, by any route; used as a file it works. The
+// filter refuses MFD_EXEC (EACCES) and sends every other memfd_create to the
+// keeper, which adds MFD_NOEXEC_SEAL: no execute bit, and none can be set.
+TEST(Memfd, NeverRunsAndStillWorksAsAFile) {
+  const std::pair<const char*, int> rows[] = {
+      {"memfd_exec_proc_fd", EACCES},  {"memfd_execveat", kKilled}, {"memfd_exec_flag", EACCES},
+      {"memfd_chmod_exec", EPERM},     {"memfd_create", kWorks},    {"memfd_as_file", kWorks},
+      {"memfd_create_sealed", kWorks},
+  };
+  for (const auto& [attack, expected] : rows) {
+    const Output out = sandboxed(attack, false);
+    EXPECT_EQ(out.status, expected) << attack << ": " << describe(out);
+  }
+  // --result says so.
+  const Output result = chock({"sandbox", "--result", "/dev/stdout", "--", "true"});
+  EXPECT_NE(result.out.find("\"memfd_exec\":\"sealed\""), std::string::npos) << describe(result);
+}
+
+// The filter alone: with no keeper to add the flag, memfd_create without it
+// is not run at all (ENOSYS), MFD_EXEC is refused, and a memfd that asked to
+// be non-executable is let by.
+TEST(Memfd, TheFilterAloneNeverLetsAnExecutableMemfdBy) {
+  const std::pair<const char*, int> rows[] = {
+      {"memfd_create", ENOSYS},
+      {"memfd_exec_flag", EACCES},
+      {"memfd_create_sealed", kWorks},
+  };
+  for (const auto& [attack, expected] : rows) {
+    const Output out = run_process({program("filter-exec"), "--", program("attack"), attack});
     EXPECT_EQ(out.status, expected) << attack << ": " << describe(out);
   }
 }

@@ -136,7 +136,18 @@ TEST_P(Filter, ExecveatWithEmptyPathDiesAndAPathDoesNot) {
   EXPECT_EQ(ask(SYS_execveat, {3, 0, 0, 0, kHigh | AT_EMPTY_PATH}), kKill);
   EXPECT_EQ(ask(SYS_execveat, {kAtFdcwd, 0, 0, 0, 0}), kAllow);
   EXPECT_EQ(ask(SYS_execveat, {kAtFdcwd, 0, 0, 0, AT_SYMLINK_NOFOLLOW}), kAllow);
-  EXPECT_EQ(ask(SYS_memfd_create, {0, 0}), kAllow);
+}
+
+TEST_P(Filter, AMemfdIsNeverExecutable) {
+  const std::uint32_t trace = SECCOMP_RET_TRACE | kTraceMemfdCreate;
+  const std::uint32_t eacces = SECCOMP_RET_ERRNO | EACCES;
+  EXPECT_EQ(ask(SYS_memfd_create, {0, 0}), trace);
+  EXPECT_EQ(ask(SYS_memfd_create, {0, MFD_CLOEXEC | MFD_ALLOW_SEALING}), trace);
+  EXPECT_EQ(ask(SYS_memfd_create, {0, kHigh | kMfdNoexecSeal}), kAllow);
+  EXPECT_EQ(ask(SYS_memfd_create, {0, MFD_CLOEXEC | kMfdNoexecSeal}), kAllow);
+  EXPECT_EQ(ask(SYS_memfd_create, {0, kMfdExec}), eacces);
+  EXPECT_EQ(ask(SYS_memfd_create, {0, kHigh | kMfdExec}), eacces);
+  EXPECT_EQ(ask(SYS_memfd_create, {0, kMfdExec | kMfdNoexecSeal}), eacces);
 }
 
 TEST_P(Filter, VsockDiesOtherFamiliesDoNot) {
@@ -191,10 +202,12 @@ TEST_P(Filter, PersonalityReadImpliesExecIsRefusedTheQueryIsNot) {
 TEST_P(Filter, EverythingElseIsAllowed) {
   std::set<int> listed;
   for (const auto& k : killed_calls()) listed.insert(k.number);
-  for (int nr : {SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register}) listed.insert(nr);
+  // memfd_create with no flags goes to the keeper (AMemfdIsNeverExecutable).
+  for (int nr : {SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_memfd_create})
+    listed.insert(nr);
   for (int nr = 0; nr < 600; ++nr) {
     if (listed.count(nr) != 0) continue;
-    // Zero arguments: no argument rule matches, so only the kill list and io_uring differ.
+    // Zero arguments: no argument rule matches, so only the kill list, io_uring and memfd_create differ.
     EXPECT_EQ(ask(nr), kAllow) << "syscall " << nr;
   }
   EXPECT_EQ(ask(SYS_name_to_handle_at), kAllow);
