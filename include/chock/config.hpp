@@ -52,7 +52,12 @@ enum class Network {
 
 // Resource limits. Unset fields take the floor's defaults (see rlimits.hpp).
 struct Limits {
-  std::optional<std::uint64_t> memory_bytes;     // cgroup memory.max; RLIMIT_DATA
+  // The call's memory, all its processes together: a cgroup's memory.max
+  // where cgroup v2 memory is delegated, else measured by Chock's keeper.
+  std::optional<std::uint64_t> memory_bytes;
+  // RLIMIT_DATA, per process, only when asked for: sanitizers reserve tens of
+  // TiB of address space that the kernel counts against it.
+  std::optional<std::uint64_t> data_bytes;
   std::optional<std::uint64_t> processes;        // cgroup pids.max; RLIMIT_NPROC
   std::optional<std::uint64_t> open_files;       // RLIMIT_NOFILE
   std::optional<std::uint64_t> file_size_bytes;  // RLIMIT_FSIZE

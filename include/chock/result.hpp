@@ -46,6 +46,12 @@ struct LimitsReport {
   std::uint64_t memory_oom_kills = 0;       // memory.events oom_kill
   std::uint64_t memory_max_events = 0;      // memory.events max
   std::uint64_t pids_max_events = 0;        // pids.events max
+  // Where memory.max is not ours to write, Chock measures the call itself:
+  // the limit it measured against, why, and the most it saw.
+  std::optional<std::uint64_t> memory_measured_limit;
+  std::string memory_measured_why;  // "cgroup v2 memory is unavailable here", ...
+  std::uint64_t memory_measured_peak = 0;
+  std::uint64_t memory_measured_samples = 0;
   // memory, processes, open_files, file_size, cpu_time; empty when no limit ended it.
   // (core_dump is never a cause: see core_dump_suppressed.)
   std::string killed_by;

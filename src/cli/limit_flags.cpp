@@ -7,7 +7,11 @@
 namespace chock::cli {
 
 void add_limit_flags(CLI::App& sub, LimitFlags& f) {
-  sub.add_option("--memory", f.memory, "memory limit (cgroup memory.max and RLIMIT_DATA), e.g. 512MiB, 2GiB");
+  sub.add_option("--memory", f.memory,
+                 "memory of the whole call, e.g. 512MiB, 2GiB (cgroup memory.max, else measured by Chock)");
+  sub.add_option("--data", f.data,
+                 "data segment of each process (RLIMIT_DATA), e.g. 4GiB; breaks AddressSanitizer and "
+                 "ThreadSanitizer builds");
   sub.add_option("--pids", f.pids, "most processes the program may have at once (pids.max, RLIMIT_NPROC)");
   sub.add_option("--nofile", f.nofile, "most open files per process (RLIMIT_NOFILE)");
   sub.add_option("--fsize", f.fsize, "largest file the program may write (RLIMIT_FSIZE), e.g. 1GiB");
@@ -25,6 +29,7 @@ Expected<void> apply_limit_flags(const LimitFlags& f, Config& config, UniqueFd& 
     std::optional<std::uint64_t>& out;
   };
   Field fields[] = {{"--memory", f.memory, true, config.limits.memory_bytes},
+                    {"--data", f.data, true, config.limits.data_bytes},
                     {"--pids", f.pids, false, config.limits.processes},
                     {"--nofile", f.nofile, false, config.limits.open_files},
                     {"--fsize", f.fsize, true, config.limits.file_size_bytes},

@@ -1,4 +1,4 @@
-// The limit flags of `chock sandbox`: --memory --pids --nofile --fsize --cpu
+// The limit flags of `chock sandbox`: --memory --data --pids --nofile --fsize --cpu
 // --cgroup. Parsed as text so a bad value gets a line naming the flag.
 #pragma once
 
@@ -13,7 +13,7 @@
 namespace chock::cli {
 
 struct LimitFlags {
-  std::string memory, pids, nofile, fsize, cpu, cgroup;
+  std::string memory, data, pids, nofile, fsize, cpu, cgroup;
 };
 
 // Registers the flags on a subcommand; values land in `flags` when it parses.

@@ -50,7 +50,9 @@ std::vector<std::string> call_environment() {
   std::vector<std::string> env;
   const char* path = std::getenv("PATH");
   env.push_back(std::string("PATH=") + (path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin"));
-  for (const char* name : {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR"})
+  // The sanitizers' options are a developer's settings, not secrets.
+  for (const char* name : {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "ASAN_OPTIONS",
+                           "UBSAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS", "MSAN_OPTIONS"})
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   env.emplace_back("HOME=/tmp");
   env.emplace_back("TMPDIR=/tmp");

@@ -52,7 +52,7 @@ struct Layered {
   bool is_bytes;
   std::optional<LimitValue> project, operator_value, bundle;
   // The sandbox's own defaults for the mechanisms this one number sets
-  // (memory sets memory.max and RLIMIT_DATA, whose defaults differ).
+  // (equal today; a number that set two mechanisms could have two).
   std::uint64_t lowest_default;
   std::uint64_t highest_default;
   // Who the operator's value is, when it is not the operator's file's.
@@ -141,11 +141,9 @@ EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_de
       ratchet_one(Layered{"processes", false, project.processes, operator_defaults.processes,
                           bundle.processes, rlimits::kDefaultProcesses, rlimits::kDefaultProcesses},
                   machine, out.notices);
-  out.memory_bytes =
-      ratchet_one(Layered{"memory", true, project.memory, operator_defaults.memory, bundle.memory,
-                          std::min(cgroup::kDefaultMemoryMax, rlimits::kDefaultData),
-                          std::max(cgroup::kDefaultMemoryMax, rlimits::kDefaultData)},
-                  machine, out.notices);
+  out.memory_bytes = ratchet_one(Layered{"memory", true, project.memory, operator_defaults.memory,
+                                         bundle.memory, cgroup::kDefaultMemoryMax, cgroup::kDefaultMemoryMax},
+                                 machine, out.notices);
   // A deadline is a number of seconds. A project lowers it and never raises
   // it past the operator's, or past Chock's default when the operator says
   // nothing.

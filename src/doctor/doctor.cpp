@@ -92,6 +92,7 @@ Expected<std::vector<Row>> check(const Options& options) {
   rows.push_back(overlay_row(context, overlay_blocks, overlay_why));
   Row floor = rlimit_row();
   rows.push_back(cgroup_row(floor));
+  rows.push_back(memory_row());
   rows.push_back(std::move(floor));
   rows.push_back(tmpfs_row(context));
   rows.push_back(git_row(project->git, git_why));

@@ -10,6 +10,7 @@
 #include "chock/workspace.hpp"
 #include "doctor/probes.hpp"
 #include "sandbox/cgroup.hpp"
+#include "sandbox/exit_watch.hpp"
 #include "workspace/git.hpp"
 
 namespace chock::doctor {
@@ -17,6 +18,7 @@ namespace {
 
 constexpr const char* kCgroupRow = "cgroup v2";
 constexpr const char* kGitRow = "git";
+constexpr const char* kMemoryRow = "memory limit";
 constexpr const char* kSpaceRow = "workspace space";
 constexpr unsigned long long kSpaceFloor = 1ULL << 30;
 
@@ -60,9 +62,26 @@ Row cgroup_row(const Row& rlimit_floor) {
                         " (removed again)");
   }
   std::string reason = "unsupported: " + managed.reason();
-  reason += rlimit_floor.level == Level::ok ? "; the rlimit floor carries the load"
-                                            : "; and the rlimit floor is off too";
+  reason += rlimit_floor.level == Level::ok
+                ? "; the rlimit floor and Chock's memory measurement carry the load"
+                : "; and the rlimit floor is off too";
   return make_row(kCgroupRow, Level::degraded, false, reason);
+}
+
+Row memory_row() {
+  cgroup::Managed managed = cgroup::Managed::create(Limits{});
+  const std::string limit = human_size(cgroup::kDefaultMemoryMax);
+  if (managed.state() == CgroupState::ok)
+    return make_row(kMemoryRow, Level::ok, false,
+                    "memory.max of the call's own cgroup (" + limit +
+                        " unless limited): the kernel stops the call the moment it passes it");
+  return make_row(kMemoryRow, Level::ok, false,
+                  "measured by Chock (" + managed.reason() +
+                      "): the keeper sums the resident memory of every process of a call every " +
+                      std::to_string(exit_watch::kMemoryIntervalMaxUsec / 1000) + " ms, every " +
+                      std::to_string(exit_watch::kMemoryIntervalMinUsec / 1000) +
+                      " ms near the limit, and ends the call past it (" + limit +
+                      " unless limited); no per-process RLIMIT_DATA, so sanitizer builds run");
 }
 
 Row git_row(bool blocks, const std::string& why_blocks) {

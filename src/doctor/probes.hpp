@@ -71,6 +71,8 @@ struct Context {
 // host_probe.cpp
 [[nodiscard]] Row cgroup_row(const Row& rlimit_floor);
 [[nodiscard]] Row git_row(bool blocks, const std::string& why_blocks);
+// Which mechanism bounds a call's memory here, and how fast it reacts.
+[[nodiscard]] Row memory_row();
 [[nodiscard]] Row space_row();
 
 // policy_probe.cpp: the organisation's, the project's and the command line's

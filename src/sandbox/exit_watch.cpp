@@ -184,7 +184,60 @@ void on_signal_stop(Watch& w, pid_t pid, int sig) noexcept {
   }
 }
 
+// RssAnon + RssShmem of /proc/<pid>/status, in bytes.
+std::uint64_t resident(int proc_fd, pid_t pid) noexcept {
+  char buf[4096];
+  if (read_proc(proc_fd, pid, "status", buf, sizeof buf) < 0) return 0;
+  std::uint64_t kib = 0;
+  for (const char* p = buf; *p != '\0'; ++p) {
+    if (p != buf && p[-1] != '\n') continue;
+    if (p[0] == 'R' && p[1] == 's' && p[2] == 's' && p[3] == 'A' && p[4] == 'n' && p[5] == 'o' &&
+        p[6] == 'n' && p[7] == ':')
+      kib += parse_u64(p + 8);
+    else if (p[0] == 'R' && p[1] == 's' && p[2] == 's' && p[3] == 'S' && p[4] == 'h' && p[5] == 'm' &&
+             p[6] == 'e' && p[7] == 'm' && p[8] == ':')
+      kib += parse_u64(p + 9);
+  }
+  return kib * 1024;
+}
+
 }  // namespace
+
+long memory_interval_usec(std::uint64_t limit, std::uint64_t used) noexcept {
+  if (used >= limit) return kMemoryIntervalMinUsec;
+  const std::uint64_t usec = (limit - used) / (kMemoryFillBytesPerSecond / 1'000'000);
+  if (usec < static_cast<std::uint64_t>(kMemoryIntervalMinUsec)) return kMemoryIntervalMinUsec;
+  if (usec > static_cast<std::uint64_t>(kMemoryIntervalMaxUsec)) return kMemoryIntervalMaxUsec;
+  return static_cast<long>(usec);
+}
+
+bool measure_memory(Watch& w, std::uint64_t* used) noexcept {
+  *used = 0;
+  const int proc = proc_dir(w);
+  if (proc < 0 || w.memory_limit == 0) return false;
+  int dir = ::openat(proc, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  std::uint64_t sum = 0;
+  alignas(8) char buf[8192];
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
+      const auto pid = static_cast<pid_t>(parse_u64(d->d_name));
+      if (pid != 1) sum += resident(proc, pid);
+    }
+  }
+  ::close(dir);
+  *used = sum;
+  ++w.evidence.memory_samples;
+  if (sum > w.evidence.memory_peak) w.evidence.memory_peak = sum;
+  if (sum <= w.memory_limit) return false;
+  w.evidence.memory_over = 1;
+  return true;
+}
 
 int proc_dir(Watch& w) noexcept {
   if (w.proc_fd >= 0 || !w.find_proc) return w.proc_fd;

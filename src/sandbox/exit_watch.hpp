@@ -24,6 +24,9 @@ struct Evidence {
   std::uint32_t xfsz_efbig = 0;      // SIGXFSZ deliveries right after a system call failed with EFBIG
   std::uint32_t xcpu_over_soft = 0;  // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
   std::uint64_t cpu_ticks_max = 0;   // largest own CPU time (clock ticks) seen at such a delivery
+  std::uint64_t memory_peak = 0;     // most resident memory of the call's processes, summed (measured)
+  std::uint32_t memory_samples = 0;  // how often it was measured
+  std::uint32_t memory_over = 0;     // 1: the sum passed memory_limit and the keeper ended the call
   std::uint32_t memfd_sealed = 0;    // memfd_create calls the keeper made non-executable
   std::uint32_t memfd_unsealed = 0;  // ... and calls it could not (their memfd may be run)
 };
@@ -34,6 +37,7 @@ struct Watch {
   bool find_proc = false;            // proc_fd < 0: open the sandbox's own /proc when first needed
   std::uint64_t cpu_soft_ticks = 0;  // RLIMIT_CPU soft, in clock ticks (sysconf before the fork)
   bool seal_memfd = false;           // this kernel has MFD_NOEXEC_SEAL (probed before the fork)
+  std::uint64_t memory_limit = 0;    // bytes the keeper measures the call against; 0: not its job
   std::uint32_t tasks_live = 0;
   Evidence evidence;
 };
@@ -64,5 +68,22 @@ int seize(Watch& watch, pid_t pid) noexcept;
 // it was an end (exit or signal) for the keeper's own handling. Counts ends of
 // traced tasks either way.
 bool on_wait(Watch& watch, pid_t pid, int status) noexcept;
+
+// Memory without a cgroup: the keeper sums the resident anonymous and shared
+// memory (RssAnon + RssShmem) of every process of the call from the
+// sandbox's /proc, every few milliseconds, the nearer the limit the more
+// often, and ends the whole call when the sum passes `memory_limit`.
+// A page two processes share after a fork counts twice; the keeper's own
+// memory (pid 1) does not count.
+inline constexpr long kMemoryIntervalMinUsec = 5'000;
+inline constexpr long kMemoryIntervalMaxUsec = 200'000;
+// The fastest a call is assumed to fill memory, for the next interval: the
+// limit can be passed by about what it fills in kMemoryIntervalMinUsec.
+inline constexpr std::uint64_t kMemoryFillBytesPerSecond = 8ULL << 30;
+// Microseconds until the next measurement when `used` of `limit` is resident.
+long memory_interval_usec(std::uint64_t limit, std::uint64_t used) noexcept;
+// Measures now into `used`; true when the call passed its limit (the caller
+// ends it).
+bool measure_memory(Watch& watch, std::uint64_t* used) noexcept;
 
 }  // namespace chock::exit_watch

@@ -49,6 +49,8 @@ void name_kill(const KillFacts& f, LimitsReport& r) {
   if (!failed || f.ended_by_chock) return;
   const exit_watch::Evidence& ev = f.evidence;
 
+  // The keeper measured the call past its memory limit and ended it.
+  if (ev.memory_over > 0 && r.memory_measured_limit) return name(r, "memory", *r.memory_measured_limit);
   // The cgroup's own counters are the kernel saying so.
   if (r.cgroup == CgroupState::ok && r.memory_oom_kills > 0)
     return name(r, "memory", r.memory_max.value_or(0));
@@ -112,7 +114,11 @@ std::string kill_message(const LimitsReport& r) {
     what = r.killed_by;
     value = std::to_string(r.killed_by_limit);
   }
-  return "chock: the program was stopped by the limit on " + what + ", which is " + value;
+  std::string line = "chock: the program was stopped by the limit on " + what + ", which is " + value;
+  if (r.killed_by == "memory" && r.memory_measured_limit && r.killed_by_limit == *r.memory_measured_limit)
+    line += ", measured by Chock: " + r.memory_measured_why + " (the call's processes held " +
+            format_size(r.memory_measured_peak / kMiB * kMiB) + ")";
+  return line;
 }
 
 }  // namespace chock

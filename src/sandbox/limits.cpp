@@ -16,6 +16,7 @@ std::optional<Error> LimitsSetup::placement_failed(int code) {
 exit_watch::Watch LimitsSetup::watch() const {
   exit_watch::Watch w;
   w.seal_memfd = seals_memfd;
+  w.memory_limit = measured_memory;
   if (const rlimits::Entry* cpu = rlimits::find(plan, RLIMIT_CPU);
       cpu != nullptr && cpu->soft != RLIM_INFINITY)
     w.cpu_soft_ticks = static_cast<std::uint64_t>(cpu->soft) * static_cast<std::uint64_t>(clock_ticks);
@@ -51,6 +52,18 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
         }
     }
   }
+  // Memory is bounded for the call as a whole: by memory.max of our cgroup,
+  // else by the keeper's measurement. A supplied cgroup is the caller's to
+  // limit, unless --memory asks Chock too.
+  if (s.supplied) {
+    if (config.limits.memory_bytes) {
+      s.measured_memory = *config.limits.memory_bytes;
+      s.measured_memory_why = "the supplied cgroup is the caller's to limit";
+    }
+  } else if (s.managed.state() != CgroupState::ok) {
+    s.measured_memory = config.limits.memory_bytes.value_or(cgroup::kDefaultMemoryMax);
+    s.measured_memory_why = "cgroup v2 memory is unavailable here";
+  }
   // --pids with neither a per-namespace RLIMIT_NPROC nor a cgroup of ours
   // would be a promise nothing keeps.
   if (config.limits.processes && rlimits::find(s.plan, RLIMIT_NPROC) == nullptr &&
@@ -84,6 +97,12 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
         "open (" + std::to_string(evidence.memfd_unsealed) + " memfd_create calls could not be sealed)";
   else
     result.memfd_exec = "sealed";
+  if (s.measured_memory > 0) {
+    r.memory_measured_limit = s.measured_memory;
+    r.memory_measured_why = s.measured_memory_why;
+    r.memory_measured_peak = evidence.memory_peak;
+    r.memory_measured_samples = evidence.memory_samples;
+  }
   KillFacts facts;
   facts.exit_code = result.exit_code;
   facts.signal = result.signal;

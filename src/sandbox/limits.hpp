@@ -28,6 +28,10 @@ struct LimitsSetup {
   std::uint64_t processes_allowed = 0;
   long clock_ticks = 100;
   bool seals_memfd = false;  // the keeper can add MFD_NOEXEC_SEAL to every memfd_create
+  // The call's memory when no memory.max of Chock's bounds it: the keeper
+  // measures against this (0: not needed), for this reason.
+  std::uint64_t measured_memory = 0;
+  std::string measured_memory_why;
 
   // The first clone3 failed with `code` while clone_cgroup_fd was set. For a
   // supplied cgroup: the refusal to return (start nothing, no fallback). For a

@@ -7,6 +7,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +161,34 @@ void end_every_other_process() noexcept {
 }
 
 volatile int g_program_pidfd = -1;
+volatile sig_atomic_t g_measure = 0;
+
+void on_measure_timer(int) {
+  g_measure = 1;
+}
+
+// Every `usec`, from now on: a SIGALRM that interrupts the keeper's wait.
+void measure_every(long usec) noexcept {
+  itimerval t{};
+  t.it_value.tv_sec = usec / 1'000'000;
+  t.it_value.tv_usec = usec % 1'000'000;
+  t.it_interval = t.it_value;
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
+
+// The memory limit without a cgroup: measured, and when passed, every
+// process of the call but the keeper is killed at once.
+void measure_memory_now(exit_watch::Watch& watch) noexcept {
+  g_measure = 0;
+  std::uint64_t used = 0;
+  if (exit_watch::measure_memory(watch, &used)) {
+    kill(-1, SIGKILL);
+    measure_every(0);  // said once; the program's end follows
+    watch.memory_limit = 0;
+    return;
+  }
+  measure_every(exit_watch::memory_interval_usec(watch.memory_limit, used));
+}
 
 void forward_signal(int sig) {
   int saved = errno;
@@ -214,11 +243,19 @@ void forward_signal(int sig) {
   fwd.sa_handler = forward_signal;
   sigemptyset(&fwd.sa_mask);
   for (int sig : kForwardedSignals) sigaction(sig, &fwd, nullptr);
+  if (watch.memory_limit > 0) {
+    struct sigaction alarm {};
+    alarm.sa_handler = on_measure_timer;  // no SA_RESTART: it interrupts wait4
+    sigemptyset(&alarm.sa_mask);
+    sigaction(SIGALRM, &alarm, nullptr);
+    measure_every(exit_watch::kMemoryIntervalMinUsec);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
   for (;;) {
+    if (g_measure != 0 && watch.memory_limit > 0) measure_memory_now(watch);
     int status = 0;
     rusage ru{};
     pid_t got = wait4(-1, &status, __WALL, &ru);
@@ -234,6 +271,7 @@ void forward_signal(int sig) {
     r.user_usec = ru.ru_utime.tv_sec * 1000000L + ru.ru_utime.tv_usec;
     r.system_usec = ru.ru_stime.tv_sec * 1000000L + ru.ru_stime.tv_usec;
     r.max_rss_kib = ru.ru_maxrss;
+    measure_every(0);
     r.evidence = watch.evidence;
     end_every_other_process();
     // Only the keeper is left, so the call is over when this arrives: the

@@ -75,6 +75,11 @@ std::string Result::to_json() const {
   if (!limits.cgroup_reason.empty()) lim["cgroup_reason"] = limits.cgroup_reason;
   if (limits.memory_max) lim["memory_max"] = *limits.memory_max;
   if (limits.pids_max) lim["pids_max"] = *limits.pids_max;
+  if (limits.memory_measured_limit)
+    lim["memory_measured"] = {{"limit", *limits.memory_measured_limit},
+                              {"why", limits.memory_measured_why},
+                              {"peak", limits.memory_measured_peak},
+                              {"samples", limits.memory_measured_samples}};
   lim["killed_by"] = limits.killed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(limits.killed_by);
   if (!limits.killed_by.empty()) lim["killed_by_limit"] = limits.killed_by_limit;
   lim["core_dump_suppressed"] = limits.core_dump_suppressed;

@@ -14,7 +14,8 @@ namespace chock::rlimits {
 // Deliberately not set, each for its reason:
 // RLIMIT_AS: counts reserved address space, not memory; V8, Go, the JVM and the
 //   sanitizers reserve many GiB they never touch, so any useful value breaks
-//   them. RLIMIT_DATA bounds what a program can actually write to.
+//   them. RLIMIT_DATA (only when asked for, see prepare) bounds what one
+//   program can actually write to.
 // RLIMIT_STACK: exec copies it into every program and it also selects the mmap
 //   layout; lowering it breaks deep recursion (compilers, parsers) and raising
 //   it gains nothing, since a program can map a stack of its own.
@@ -88,13 +89,14 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
   // into the workspace.
   add(plan, RLIMIT_CORE, 0, 0);
 
-  rlim_t data = floor_default(RLIMIT_DATA, kDefaultData);
-  if (limits.memory_bytes) {
-    auto v = explicit_value("--memory", *limits.memory_bytes, 1 << 20, hard(RLIMIT_DATA));
+  // RLIMIT_DATA only when asked for: the call's memory is bounded as a whole
+  // (limits.cpp), and a per-process data limit refuses the address space
+  // sanitizers reserve.
+  if (limits.data_bytes) {
+    auto v = explicit_value("--data", *limits.data_bytes, 1 << 20, hard(RLIMIT_DATA));
     if (!v) return std::move(v).error();
-    data = *v;
+    add(plan, RLIMIT_DATA, *v, *v);
   }
-  add(plan, RLIMIT_DATA, data, data);
 
   rlim_t nofile = floor_default(RLIMIT_NOFILE, kDefaultOpenFiles);
   if (limits.open_files) {

@@ -17,7 +17,6 @@
 namespace chock::rlimits {
 
 inline constexpr std::uint64_t kGiB = 1ULL << 30;
-inline constexpr std::uint64_t kDefaultData = 16 * kGiB;
 inline constexpr std::uint64_t kDefaultOpenFiles = 1024;
 inline constexpr std::uint64_t kDefaultFileSize = 1 * kGiB;
 inline constexpr std::uint64_t kDefaultCpuSeconds = 3600;

@@ -175,8 +175,25 @@ TEST_F(Doctor, CgroupV2IsDegradedNamingCgroupV1AndDoesNotBlock) {
   EXPECT_FALSE(row.blocks);
   EXPECT_NE(row.reason.find("no memory and pids controllers (held by cgroup v1)"), std::string::npos)
       << row.reason;
-  EXPECT_NE(row.reason.find("the rlimit floor carries the load"), std::string::npos) << row.reason;
+  EXPECT_NE(row.reason.find("the rlimit floor and Chock's memory measurement carry the load"),
+            std::string::npos)
+      << row.reason;
   EXPECT_EQ(rows["rlimit floor"].state, "ok") << rows["rlimit floor"].reason;
+}
+
+// Which mechanism bounds a call's memory: memory.max where delegated, else
+// Chock's measurement, with how often it measures.
+TEST_F(Doctor, MemoryLimitSaysWhichMechanismHoldsHere) {
+  Output o = doctor();
+  auto rows = human_rows(o.out);
+  ASSERT_TRUE(rows.count("memory limit")) << o.out;
+  const HumanRow& row = rows["memory limit"];
+  EXPECT_EQ(row.state, "ok") << row.reason;
+  if (cgroup2_has_memory_and_pids())
+    EXPECT_EQ(row.reason.rfind("memory.max of the call's own cgroup", 0), 0U) << row.reason;
+  else
+    EXPECT_EQ(row.reason.rfind("measured by Chock (", 0), 0U) << row.reason;
+  EXPECT_NE(row.reason.find("2 GiB unless limited"), std::string::npos) << row.reason;
 }
 
 TEST_F(Doctor, RefusedUserNamespacesTurnTheRowOffAndExit2) {

@@ -84,6 +84,21 @@ int mem_hog(std::size_t chunk_mib) {
   }
 }
 
+// `procs` processes of `mib` MiB each, touched, held for a few seconds.
+int mem_procs(int procs, std::size_t mib) {
+  for (int i = 1; i < procs; ++i)
+    if (fork() == 0) break;
+  auto* p = static_cast<volatile char*>(std::malloc(mib << 20));
+  if (p == nullptr) return 1;
+  for (std::size_t i = 0; i < (mib << 20); i += 4096) p[i] = 1;
+  sleep(2);
+  int status = 0;
+  while (wait(&status) > 0) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+  }
+  return 0;
+}
+
 // Shared anonymous memory: charged to the cgroup, not counted in VmData, so
 // only memory.max stops it.
 int shm_hog(std::size_t chunk_mib) {
@@ -133,6 +148,8 @@ int main(int argc, char** argv) {
   if (mode == "shm") return shm_hog(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 8);
   if (mode == "orphan" && argc > 2) return orphan(argv[2]);
   if (mode == "mem") return mem_hog(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 16);
+  if (mode == "mem_procs" && argc > 3)
+    return mem_procs(std::atoi(argv[2]), std::strtoul(argv[3], nullptr, 10));
   // A program raising a limit's signal on itself: no limit stopped it.
   if (mode == "raise" && argc > 2) {
     kill(getpid(), std::atoi(argv[2]));

@@ -3,7 +3,7 @@
 // cgroup, the floor as the last step before exec, the keeper's exit watch,
 // naming the kill, teardown), so the layer is tested for real on any kernel,
 // the VM's included, independently of the rest of the sandbox.
-//   limits-run [--memory S] [--pids N] [--nofile N] [--fsize S] [--cpu N]
+//   limits-run [--memory S] [--data S] [--pids N] [--nofile N] [--fsize S] [--cpu N]
 //              [--cgroup DIR] [--enosys-clone3] [--result FILE] -- PROGRAM ARGS...
 #include <fcntl.h>
 #include <grp.h>
@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   auto setup = chock::prepare_limits(config);
   if (!setup) return fail(setup.error().message());
   if (enosys && !install_enosys_clone3()) return fail("could not install the clone3 filter");
+  // Without memory.max, the call's memory is measured by the sandbox's keeper
+  // over its own pid namespace; this program has neither.
+  if (!flags.memory.empty() && setup->managed.state() != chock::CgroupState::ok)
+    return fail("--memory needs a cgroup here (the sandbox measures it in its own pid namespace)");
 
   std::vector<char*> args;
   for (auto& a : command) args.push_back(a.data());

@@ -24,13 +24,14 @@ TEST(RlimitsPlan, DefaultsMatchTheIssue) {
   ASSERT_TRUE(plan);
   auto get = [&](int r) { return *rlimits::find(*plan, r); };
   EXPECT_EQ(get(RLIMIT_CORE).hard, 0u);
-  EXPECT_EQ(get(RLIMIT_DATA).soft, 16ULL << 30);
   EXPECT_EQ(get(RLIMIT_NOFILE).soft, 1024u);
   EXPECT_EQ(get(RLIMIT_FSIZE).soft, 1ULL << 30);
   EXPECT_EQ(get(RLIMIT_CPU).soft, 3600u);
   EXPECT_EQ(get(RLIMIT_CPU).hard, 3630u);
   EXPECT_EQ(get(RLIMIT_NPROC).hard, 256u + rlimits::kOwnTasks);
-  for (int unset : {RLIMIT_AS, RLIMIT_STACK, RLIMIT_RSS, RLIMIT_MEMLOCK, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE})
+  // RLIMIT_DATA only when asked for: sanitizers reserve tens of TiB.
+  for (int unset :
+       {RLIMIT_DATA, RLIMIT_AS, RLIMIT_STACK, RLIMIT_RSS, RLIMIT_MEMLOCK, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE})
     EXPECT_EQ(rlimits::find(*plan, unset), nullptr) << unset;
   for (std::size_t i = 0; i < plan->count; ++i)
     if (plan->entries[i].resource != RLIMIT_CPU) {
@@ -103,7 +104,12 @@ TEST(Sizes, BinaryUnitsOnly) {
 }
 
 struct Naming : ::testing::Test {
-  rlimits::Plan plan = *rlimits::prepare(Limits{}, roomy());
+  static Limits with_data() {
+    Limits l;
+    l.data_bytes = 16ULL << 30;
+    return l;
+  }
+  rlimits::Plan plan = *rlimits::prepare(with_data(), roomy());
   LimitsReport report;
   KillFacts facts() {
     KillFacts f;
@@ -123,6 +129,35 @@ TEST_F(Naming, CgroupEventsNameMemoryAndProcesses) {
   name_kill(f, report);
   EXPECT_EQ(report.killed_by, "memory");
   EXPECT_EQ(kill_message(report), "chock: the program was stopped by the limit on memory, which is 64 MiB");
+}
+
+// The keeper measured the call past its limit and ended it: named, with how.
+TEST_F(Naming, TheKeepersMeasurementNamesMemoryAndSaysHow) {
+  report.memory_measured_limit = 256ULL << 20;
+  report.memory_measured_why = "cgroup v2 memory is unavailable here";
+  report.memory_measured_peak = (260ULL << 20) + 12345;
+  auto f = facts();
+  f.signal = SIGKILL;
+  name_kill(f, report);
+  EXPECT_EQ(report.killed_by, "") << "a SIGKILL without the keeper's word is nobody's limit";
+  f.evidence.memory_over = 1;
+  name_kill(f, report);
+  EXPECT_EQ(report.killed_by, "memory");
+  EXPECT_EQ(report.killed_by_limit, 256ULL << 20);
+  EXPECT_EQ(
+      kill_message(report),
+      "chock: the program was stopped by the limit on memory, which is 256 MiB, measured by Chock: cgroup "
+      "v2 memory is unavailable here (the call's processes held 260 MiB)");
+}
+
+// The interval shortens as the call nears its limit.
+TEST(MemoryInterval, ShortensNearTheLimit) {
+  EXPECT_EQ(exit_watch::memory_interval_usec(2ULL << 30, 0), exit_watch::kMemoryIntervalMaxUsec);
+  EXPECT_EQ(exit_watch::memory_interval_usec(2ULL << 30, 2ULL << 30), exit_watch::kMemoryIntervalMinUsec);
+  EXPECT_EQ(exit_watch::memory_interval_usec(2ULL << 30, 3ULL << 30), exit_watch::kMemoryIntervalMinUsec);
+  const long mid = exit_watch::memory_interval_usec(2ULL << 30, (2ULL << 30) - (256ULL << 20));
+  EXPECT_GT(mid, exit_watch::kMemoryIntervalMinUsec);
+  EXPECT_LT(mid, exit_watch::kMemoryIntervalMaxUsec);
 }
 
 TEST_F(Naming, NothingIsNamedForASuccessOrForChocksOwnKill) {

@@ -1,0 +1,115 @@
+// Sanitizer builds run under the default limits: the call's memory is bounded
+// as a whole (memory.max or Chock's measurement), not by RLIMIT_DATA, which
+// refuses the tens of TiB of address space AddressSanitizer and
+// ThreadSanitizer reserve at start.
+#include "support.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+constexpr const char* kThreads = R"(#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static int counter;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static void* work(void* arg) {
+  for (int i = 0; i < 1000; i++) {
+    pthread_mutex_lock(&lock);
+    counter++;
+    pthread_mutex_unlock(&lock);
+  }
+  return arg;
+}
+int main(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, NULL);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  char* p = malloc(64);
+  p[0] = 1;
+  free(p);
+  printf("counter %d\n", counter);
+  return counter == 4000 ? 0 : 1;
+}
+)";
+
+constexpr const char* kUseAfterFree = R"(#include <stdlib.h>
+int main(void) {
+  volatile char* p = malloc(8);
+  free((void*)p);
+  return p[0];
+}
+)";
+
+constexpr const char* kMakefile =
+    "CFLAGS = -g -fsanitize=address\n"
+    "check: unit\n"
+    "\t./unit\n"
+    "unit: threads.c\n"
+    "\t$(CC) $(CFLAGS) -o unit threads.c -lpthread\n";
+
+// Whether this machine's compiler builds with `sanitizer` at all (outside).
+bool compiler_has(const std::string& sanitizer, std::string* why) {
+  TempDir dir;
+  write_file(dir.path() + "/t.c", "int main(void) { return 0; }\n");
+  RunOptions in;
+  in.env = {{"D", dir.path()}};
+  Output o =
+      run_process({"sh", "-c", "cc -fsanitize=" + sanitizer + " -o \"$D/t\" \"$D/t.c\" && \"$D/t\""}, in);
+  if (o.status == 0) return true;
+  *why = "cc -fsanitize=" + sanitizer + " does not build and run here: " + o.err;
+  return false;
+}
+
+class Sanitizers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    f.init_plain();
+    write_file(f.file("threads.c"), kThreads);
+    write_file(f.file("uaf.c"), kUseAfterFree);
+    write_file(f.file("Makefile"), kMakefile);
+  }
+  // `chock run` with the caller's sanitizer options. LeakSanitizer is off:
+  // it stops the world with ptrace, which the filter kills (see README).
+  Output run(const std::vector<std::string>& command) const {
+    std::vector<std::string> args{"run", "--"};
+    args.insert(args.end(), command.begin(), command.end());
+    RunOptions o;
+    o.cwd = f.project();
+    o.env = {{"XDG_DATA_HOME", f.data()},
+             {"XDG_STATE_HOME", f.state()},
+             {"XDG_CONFIG_HOME", f.config()},
+             {"ASAN_OPTIONS", "detect_leaks=0"}};
+    return chock(args, o);
+  }
+  Fixture f;
+};
+
+TEST_F(Sanitizers, MakeCheckOfAnAddressSanitizerBuildPasses) {
+  std::string why;
+  if (!compiler_has("address", &why)) GTEST_SKIP() << why;
+  Output o = run({"make", "check"});
+  EXPECT_EQ(o.status, 0) << describe(o);
+  EXPECT_NE(o.out.find("counter 4000"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("ReserveShadowMemoryRange"), std::string::npos) << describe(o);
+}
+
+// ASan inside finds what it finds outside.
+TEST_F(Sanitizers, AddressSanitizerStillReportsAUseAfterFree) {
+  std::string why;
+  if (!compiler_has("address", &why)) GTEST_SKIP() << why;
+  Output o = run({"sh", "-c", "cc -g -fsanitize=address -o uaf uaf.c && ./uaf"});
+  EXPECT_NE(o.status, 0) << describe(o);
+  EXPECT_NE(o.err.find("ERROR: AddressSanitizer: heap-use-after-free"), std::string::npos) << describe(o);
+}
+
+TEST_F(Sanitizers, AThreadSanitizerBuildPasses) {
+  std::string why;
+  if (!compiler_has("thread", &why)) GTEST_SKIP() << why;
+  Output o = run({"sh", "-c", "cc -g -fsanitize=thread -o tsan threads.c -lpthread && ./tsan"});
+  EXPECT_EQ(o.status, 0) << describe(o);
+  EXPECT_NE(o.out.find("counter 4000"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("FATAL: ThreadSanitizer"), std::string::npos) << describe(o);
+}
+
+}  // namespace
+}  // namespace chock::test::ws
