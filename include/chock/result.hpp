@@ -61,6 +61,13 @@ struct LimitsReport {
   bool core_dump_suppressed = false;
 };
 
+// A process of the call the seccomp filter killed, and the call it made.
+struct FilterKill {
+  int pid = 0;          // in the call's pid namespace
+  std::string command;  // its comm, printable ASCII ('?' for the rest)
+  std::string call;     // "ptrace"
+};
+
 struct Result {
   std::optional<int> exit_code;               // the program exited with this code
   std::optional<int> signal;                  // or a signal ended it
@@ -73,6 +80,14 @@ struct Result {
   // "sealed": every memfd of the call was made non-executable (MFD_NOEXEC_SEAL);
   // else "open (why)" on a kernel or machine where Chock could not.
   std::string memfd_exec;
+  // Every process the filter killed (the first four named), grandchildren
+  // included; Chock said each on stderr the moment it happened.
+  // Packets of the call that found no route (its network namespace's
+  // OutNoRoutes, IPv4 and IPv6): connections and lookups it tried and was
+  // refused with ENETUNREACH. 0 with --net host, where it is not counted.
+  std::uint64_t network_unreachable = 0;
+  std::uint64_t filter_kill_count = 0;
+  std::vector<FilterKill> filter_kills;
   LandlockReport landlock;
   LimitsReport limits;
 

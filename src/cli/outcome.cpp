@@ -59,6 +59,15 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
   } else if (r.signal) {
     std::fprintf(stderr, "chock: the program was killed by %s\n", signal_words(*r.signal).c_str());
   }
+  // The program's own words ("Could not resolve host", "Network is
+  // unreachable") do not say that the sandbox refused it.
+  if (r.network_unreachable > 0)
+    std::fprintf(stderr,
+                 "chock: the call tried to reach the network (%llu packet%s found no route): a call has no "
+                 "network but its own loopback, by the sandbox's design, not a fault in the command; "
+                 "`--net host` (or `.network = .host` in chock.zon) gives it the host's\n",
+                 static_cast<unsigned long long>(r.network_unreachable),
+                 r.network_unreachable == 1 ? "" : "s");
   write_result_file(result_file, r);
   return r.exit_status();
 }

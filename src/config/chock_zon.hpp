@@ -38,9 +38,9 @@ struct LimitsSpec {
 
 // A call that sets no deadline ends after this long (chock run): a hung test
 // runner or a program waiting on a network that is not there stops by itself.
-inline constexpr std::uint64_t kDefaultTimeoutSeconds = 30 * 60;
+inline constexpr std::uint64_t kDefaultTimeoutSeconds = 30ULL * 60;
 // A deadline is at most a week.
-inline constexpr std::uint64_t kMaxTimeoutSeconds = 7 * 24 * 3600;
+inline constexpr std::uint64_t kMaxTimeoutSeconds = 7ULL * 24 * 3600;
 
 // <project>/chock.zon. Keys: .policy.rules, .deny_read, .limits, .network.
 struct ProjectFile {

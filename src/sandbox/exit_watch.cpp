@@ -153,10 +153,56 @@ void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
   ++w.evidence.memfd_unsealed;
 }
 
+void append(char* line, std::size_t& n, std::size_t size, const char* text) noexcept {
+  for (; *text != '\0' && n + 1 < size; ++text) line[n++] = *text;
+}
+
+// A task ending in SIGSYS while stopped in a call the filter kills for: the
+// filter killed it. Said at once on the call's stderr (a process waiting
+// forever for the killed one, as LeakSanitizer waits for its tracer, is
+// then explained before the deadline), and kept for the result.
+void on_filter_kill(Watch& w, pid_t pid) noexcept {
+#if defined(__x86_64__)
+  user_regs_struct regs{};
+  if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) return;
+  const char* call = seccomp::killed_for(static_cast<long>(regs.orig_rax), regs.rdi, regs.r8);
+  if (call == nullptr) return;  // SIGSYS from kill(2), or another thread of the killed process
+  FilterKill k;
+  k.pid = pid;
+  for (std::size_t i = 0; call[i] != '\0' && i + 1 < sizeof k.call; ++i) k.call[i] = call[i];
+  char comm[32] = {};
+  const int proc = proc_dir(w);
+  if (proc < 0 || read_proc(proc, pid, "comm", comm, sizeof comm) < 0) comm[0] = '\0';
+  for (std::size_t i = 0; comm[i] != '\0' && comm[i] != '\n' && i + 1 < sizeof k.comm; ++i)
+    k.comm[i] = comm[i] >= 0x20 && comm[i] < 0x7f && comm[i] != '`' ? comm[i] : '?';
+  if (w.evidence.filter_kill_count < kFilterKillsKept)
+    w.evidence.filter_kills[w.evidence.filter_kill_count] = k;
+  ++w.evidence.filter_kill_count;
+  char line[160];
+  std::size_t n = 0;
+  char digits[16];
+  pid_path(digits, pid, "");
+  for (char* d = digits; *d != '\0'; ++d)
+    if (*d == '/') *d = '\0';  // "123/" without the slash
+  append(line, n, sizeof line, "chock: `");
+  append(line, n, sizeof line, k.comm);
+  append(line, n, sizeof line, "` (pid ");
+  append(line, n, sizeof line, digits);
+  append(line, n, sizeof line, ") was killed for calling `");
+  append(line, n, sizeof line, k.call);
+  append(line, n, sizeof line, "`, which the sandbox refuses\n");
+  (void)!::write(2, line, n);
+#else
+  (void)w;
+  (void)pid;
+#endif
+}
+
 void on_exit_stop(Watch& w, pid_t pid) noexcept {
   unsigned long status = 0;
   if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &status) != 0) return;
   int st = static_cast<int>(status);
+  if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) on_filter_kill(w, pid);
   bool failed = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0);
   if (!failed) return;
   const int proc = proc_dir(w);
@@ -202,6 +248,87 @@ std::uint64_t resident(int proc_fd, pid_t pid) noexcept {
 }
 
 }  // namespace
+
+namespace {
+
+// The value under `column` in /proc/net/snmp's pair of lines for `table`
+// ("Ip:" header line, then "Ip:" values), or 0.
+std::uint64_t snmp_value(const char* text, const char* table, const char* column) noexcept {
+  const auto starts = [](const char* p, const char* word) {
+    while (*word != '\0')
+      if (*p++ != *word++) return false;
+    return true;
+  };
+  const char* header = nullptr;
+  for (const char* p = text; *p != '\0';) {
+    if (starts(p, table)) {
+      if (header == nullptr) {
+        header = p;
+      } else {
+        // Walk both lines token by token.
+        const char* h = header;
+        const char* v = p;
+        for (;;) {
+          while (*h != ' ' && *h != '\n' && *h != '\0') ++h;
+          while (*v != ' ' && *v != '\n' && *v != '\0') ++v;
+          if (*h != ' ' || *v != ' ') return 0;
+          ++h;
+          ++v;
+          if (starts(h, column) && (h[0] != '\0')) {
+            const char* end = h;
+            while (*end != ' ' && *end != '\n' && *end != '\0') ++end;
+            std::size_t len = 0;
+            while (column[len] != '\0') ++len;
+            if (static_cast<std::size_t>(end - h) == len) return parse_u64(v);
+          }
+        }
+      }
+    }
+    while (*p != '\n' && *p != '\0') ++p;
+    if (*p == '\n') ++p;
+  }
+  return 0;
+}
+
+// "Ip6OutNoRoutes   3" in /proc/net/snmp6.
+std::uint64_t snmp6_value(const char* text, const char* name) noexcept {
+  for (const char* p = text; *p != '\0';) {
+    const char* q = p;
+    const char* n = name;
+    while (*n != '\0' && *q == *n) {
+      ++q;
+      ++n;
+    }
+    if (*n == '\0' && (*q == ' ' || *q == '\t')) return parse_u64(q);
+    while (*p != '\n' && *p != '\0') ++p;
+    if (*p == '\n') ++p;
+  }
+  return 0;
+}
+
+std::uint64_t read_counter_file(int proc, const char* path, char* buf, std::size_t size) noexcept {
+  int fd = ::openat(proc, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = ::read(fd, buf, size - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return static_cast<std::uint64_t>(n);
+}
+
+}  // namespace
+
+void read_network_counters(Watch& w) noexcept {
+  const int proc = proc_dir(w);
+  if (!w.count_network || proc < 0) return;
+  char buf[8192];
+  std::uint64_t total = 0;
+  if (read_counter_file(proc, "self/net/snmp", buf, sizeof buf) > 0)
+    total += snmp_value(buf, "Ip:", "OutNoRoutes");
+  if (read_counter_file(proc, "self/net/snmp6", buf, sizeof buf) > 0)
+    total += snmp6_value(buf, "Ip6OutNoRoutes");
+  w.evidence.net_no_route = total;
+}
 
 long memory_interval_usec(std::uint64_t limit, std::uint64_t used) noexcept {
   if (used >= limit) return kMemoryIntervalMinUsec;

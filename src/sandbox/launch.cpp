@@ -151,6 +151,7 @@ Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, L
   l.rlimits = limits.plan;
   l.ignored_signals = ignored_signals();
   l.watch = limits.watch();
+  l.watch.count_network = config.network != Network::host;
   l.dev_null.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!l.dev_null) return sys_error("open", "/dev/null");
 

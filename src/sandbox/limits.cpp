@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include "sandbox/kill_naming.hpp"
 
 namespace chock {
@@ -102,6 +104,13 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
     r.memory_measured_why = s.measured_memory_why;
     r.memory_measured_peak = evidence.memory_peak;
     r.memory_measured_samples = evidence.memory_samples;
+  }
+  result.network_unreachable = evidence.net_no_route;
+  result.filter_kill_count = evidence.filter_kill_count;
+  for (std::size_t i = 0; i < evidence.filter_kill_count && i < exit_watch::kFilterKillsKept; ++i) {
+    const exit_watch::FilterKill& k = evidence.filter_kills[i];
+    result.filter_kills.push_back({k.pid, std::string(k.comm, ::strnlen(k.comm, sizeof k.comm)),
+                                   std::string(k.call, ::strnlen(k.call, sizeof k.call))});
   }
   KillFacts facts;
   facts.exit_code = result.exit_code;

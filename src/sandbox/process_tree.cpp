@@ -272,6 +272,7 @@ void forward_signal(int sig) {
     r.system_usec = ru.ru_stime.tv_sec * 1000000L + ru.ru_stime.tv_usec;
     r.max_rss_kib = ru.ru_maxrss;
     measure_every(0);
+    exit_watch::read_network_counters(watch);
     r.evidence = watch.evidence;
     end_every_other_process();
     // Only the keeper is left, so the call is over when this arrives: the

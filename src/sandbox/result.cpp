@@ -59,6 +59,11 @@ std::string Result::to_json() const {
   if (exec_error) j["exec_error"] = {{"errno", *exec_error}, {"errno_name", errno_name(*exec_error)}};
   j["write_execute"] = write_execute_relaxed ? "relaxed" : "strict";
   j["memfd_exec"] = memfd_exec;
+  j["network_unreachable"] = network_unreachable;
+  nlohmann::json kills = nlohmann::json::array();
+  for (const auto& k : filter_kills)
+    kills.push_back({{"pid", k.pid}, {"command", k.command}, {"call", k.call}});
+  j["filter_kills"] = {{"count", filter_kill_count}, {"first", kills}};
   j["landlock"] = {{"abi", landlock.abi},
                    {"handled", landlock.handled},
                    {"missing", landlock.missing},

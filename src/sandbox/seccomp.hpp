@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ struct Killed {
 // The spec's 31, in the spec's order. A name libseccomp does not know (it
 // predates open_tree_attr) is added by number.
 const std::vector<Killed>& killed_calls();
+// The same, with the kernel headers' numbers; no allocation (the keeper).
+std::span<const Killed> kill_list() noexcept;
+// The call the filter kills a process for, from the system call number and
+// arguments a killed task stopped in: the 31, execveat with AT_EMPTY_PATH,
+// socket(AF_VSOCK); nullptr for any other. Async-signal-safe.
+const char* killed_for(long nr, std::uint64_t arg0, std::uint64_t arg4) noexcept;
 
 // The filter for these options. The binary-tree programs were compiled at
 // build time and are embedded; anything else is compiled once and cached.

@@ -37,42 +37,6 @@ Error libseccomp_error(const std::string& what, int rc, const char* call = "") {
   return Error{"build seccomp filter: " + what, call, -rc};
 }
 
-// The spec's 31 with this architecture's numbers from the kernel headers,
-// the fallback when libseccomp's own table has no such name.
-const std::vector<Killed> kKilled = {
-    {"unshare", SYS_unshare},
-    {"setns", SYS_setns},
-    {"mount", SYS_mount},
-    {"umount2", SYS_umount2},
-    {"move_mount", SYS_move_mount},
-    {"open_tree", SYS_open_tree},
-    {"fsopen", SYS_fsopen},
-    {"fsconfig", SYS_fsconfig},
-    {"fsmount", SYS_fsmount},
-    {"fspick", SYS_fspick},
-    {"mount_setattr", SYS_mount_setattr},
-    {"open_tree_attr", SYS_open_tree_attr},
-    {"pivot_root", SYS_pivot_root},
-    {"chroot", SYS_chroot},
-    {"init_module", SYS_init_module},
-    {"finit_module", SYS_finit_module},
-    {"delete_module", SYS_delete_module},
-    {"kexec_load", SYS_kexec_load},
-    {"kexec_file_load", SYS_kexec_file_load},
-    {"add_key", SYS_add_key},
-    {"keyctl", SYS_keyctl},
-    {"request_key", SYS_request_key},
-    {"ptrace", SYS_ptrace},
-    {"process_vm_readv", SYS_process_vm_readv},
-    {"process_vm_writev", SYS_process_vm_writev},
-    {"bpf", SYS_bpf},
-    {"userfaultfd", SYS_userfaultfd},
-    {"reboot", SYS_reboot},
-    {"syslog", SYS_syslog},
-    {"sethostname", SYS_sethostname},
-    {"open_by_handle_at", SYS_open_by_handle_at},
-};
-
 int resolve(const Killed& call) {
   int nr = seccomp_syscall_resolve_name(call.name);
   return nr >= 0 ? nr : call.number;
@@ -110,7 +74,7 @@ Expected<void> add_memfd_rules(void* ctx) {
 }
 
 Expected<void> add_kill_rules(void* ctx) {
-  for (const auto& call : kKilled) {
+  for (const auto& call : kill_list()) {
     if (auto r = add(ctx, SCMP_ACT_KILL_PROCESS, resolve(call), call.name); !r) return r;
   }
   // Running a file that has no path: Landlock's execute right has nothing to check.
@@ -217,7 +181,7 @@ Expected<Program> compile(const Options& options) {
 
 const std::vector<Killed>& killed_calls() {
   static const std::vector<Killed> resolved = [] {
-    std::vector<Killed> out = kKilled;
+    std::vector<Killed> out(kill_list().begin(), kill_list().end());
     for (auto& call : out) call.number = resolve(call);
     return out;
   }();

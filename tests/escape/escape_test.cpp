@@ -217,6 +217,32 @@ TEST(Memfd, TheFilterAloneNeverLetsAnExecutableMemfdBy) {
   }
 }
 
+// A process the filter killed is named with the call it was killed for, at
+// once, whichever process of the call it was: here a grandchild, whose shell
+// goes on. A SIGSYS the program sends itself is not the filter's.
+TEST(FilterKills, AGrandchildIsNamedWithItsCall) {
+  const Output out = chock({"sandbox", "--ro", stage_dir(), "--result", "/dev/stdout", "--", "sh", "-c",
+                            "\"$0\" ptrace; echo after $?", program("attack")});
+  EXPECT_EQ(out.status, 0) << describe(out);
+  EXPECT_NE(out.out.find("after " + std::to_string(kKilled)), std::string::npos) << describe(out);
+  EXPECT_NE(out.err.find("chock: `attack` (pid "), std::string::npos) << describe(out);
+  EXPECT_NE(out.err.find(") was killed for calling `ptrace`, which the sandbox refuses"), std::string::npos)
+      << describe(out);
+  EXPECT_NE(
+      out.out.find("\"filter_kills\":{\"count\":1,\"first\":[{\"call\":\"ptrace\",\"command\":\"attack\""),
+      std::string::npos)
+      << describe(out);
+}
+
+TEST(FilterKills, NothingIsSaidWhenTheFilterKilledNobody) {
+  for (const char* script : {"true", "kill -SYS $$"}) {
+    const Output out = chock({"sandbox", "--result", "/dev/stdout", "--", "sh", "-c", script});
+    EXPECT_EQ(out.err.find("was killed for calling"), std::string::npos) << script << ": " << describe(out);
+    EXPECT_NE(out.out.find("\"filter_kills\":{\"count\":0,"), std::string::npos)
+        << script << ": " << describe(out);
+  }
+}
+
 // A kernel without Landlock is a refusal to run, never a quiet downgrade:
 // landlock_create_ruleset answers ENOSYS to chock here, as it would there.
 TEST(NoLandlock, IsARefusalToRun) {

@@ -264,6 +264,58 @@ TEST(Network, ANameLookupFailsAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+// Chock says in a line of its own that the sandbox refused the network,
+// from the call's own counters, because the program's words do not.
+constexpr const char* kNoNetworkLine = "chock: the call tried to reach the network (";
+
+// Whether the host's resolver is reached off loopback, so a lookup in the
+// call finds no route (a resolver on 127.0.0.53 gets a port unreachable from
+// the call's own loopback instead, which is not counted).
+bool resolver_off_loopback() {
+  std::ifstream in("/etc/resolv.conf");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("nameserver", 0) == 0)
+      return line.find(" 127.") == std::string::npos && line.find(" ::1") == std::string::npos;
+  return false;
+}
+
+TEST(Network, AnAddressTriedInNoneIsSaidInALineOfChocks) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 is not installed";
+  const Output o =
+      sandbox({"--result", "/dev/stdout"},
+              {"python3", "-c", "import socket; socket.create_connection(('198.51.100.1', 80), timeout=2)"});
+  EXPECT_NE(o.status, 0);
+  EXPECT_NE(o.err.find("Network is unreachable"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(std::string(kNoNetworkLine) +
+                       "1 packet found no route): a call has no network but its own "
+                       "loopback, by the sandbox's design, not a fault in the command"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.out.find("\"network_unreachable\":1"), std::string::npos) << o.out;
+}
+
+TEST(Network, ANameTriedInNoneIsSaidInALineOfChocks) {
+  if (::access("/usr/bin/curl", X_OK) != 0) GTEST_SKIP() << "/usr/bin/curl is not installed";
+  if (!resolver_off_loopback())
+    GTEST_SKIP() << "/etc/resolv.conf names a resolver on loopback: a lookup from the call meets its own "
+                    "loopback, not a missing route";
+  const Output o = sandbox({}, {"curl", "-sS", "https://example.com"});
+  EXPECT_NE(o.status, 0);
+  EXPECT_NE(o.err.find("Could not resolve host"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(kNoNetworkLine), std::string::npos) << o.err;
+}
+
+// The neighbours: nothing tried, or only the call's own loopback: no line.
+TEST(Network, NoLineWhenTheCallStayedOnItsOwnLoopback) {
+  for (const char* script : {"true", "curl -s http://127.0.0.1:9/ ; exit 0"}) {
+    const Output o = sandbox({"--result", "/dev/stdout"}, {"sh", "-c", script});
+    EXPECT_EQ(o.status, 0) << script << ": " << o.err;
+    EXPECT_EQ(o.err.find(kNoNetworkLine), std::string::npos) << script << ": " << o.err;
+    EXPECT_NE(o.out.find("\"network_unreachable\":0"), std::string::npos) << script << ": " << o.out;
+  }
+}
+
 TEST(Network, HostReachesALocalListener) {
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
