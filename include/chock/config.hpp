@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -85,6 +86,11 @@ struct Config {
   Network network = Network::none;
   std::optional<uid_t> user;  // root callers only; default 65534
   bool pass_stdin = false;    // otherwise stdin is /dev/null
+  // The caller's descriptors that become the program's 0, 1 and 2 (the
+  // keeper's too); borrowed, not closed. `chock` puts a pseudo-terminal of
+  // the call's own here when its own are a terminal, so the program never
+  // holds the person's terminal.
+  std::array<int, 3> stdio{0, 1, 2};
   std::optional<std::chrono::milliseconds> timeout;
   bool allow_jit = false;                     // drops the write-xor-execute rules only
   std::uint64_t tmp_size_bytes = 1ULL << 30;  // the /tmp tmpfs cap

@@ -86,6 +86,9 @@ struct Result {
   // OutNoRoutes, IPv4 and IPv6): connections and lookups it tried and was
   // refused with ENETUNREACH. 0 with --net host, where it is not counted.
   std::uint64_t network_unreachable = 0;
+  // Calls the write-xor-execute rules refused (a writable and executable
+  // mapping): what a JIT without sandbox.jit meets.
+  std::uint64_t write_execute_refused = 0;
   std::uint64_t filter_kill_count = 0;
   std::vector<FilterKill> filter_kills;
   LandlockReport landlock;

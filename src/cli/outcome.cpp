@@ -68,6 +68,13 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
                  "`--net host` (or `.network = .host` in chock.zon) gives it the host's\n",
                  static_cast<unsigned long long>(r.network_unreachable),
                  r.network_unreachable == 1 ? "" : "s");
+  if (r.write_execute_refused > 0)
+    std::fprintf(
+        stderr,
+        "chock: the sandbox refused %llu writable and executable mapping%s (write-xor-execute): a JIT "
+        "(Node, Deno, Bun, the JVM, .NET) needs `sandbox.jit = allow` in chock.zon (--allow-jit for "
+        "chock sandbox), or its own switch to run without one (node --jitless)\n",
+        static_cast<unsigned long long>(r.write_execute_refused), r.write_execute_refused == 1 ? "" : "s");
   write_result_file(result_file, r);
   return r.exit_status();
 }

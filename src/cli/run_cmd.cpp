@@ -19,6 +19,7 @@
 #include "cli/command.hpp"
 #include "cli/layer_flags.hpp"
 #include "cli/outcome.hpp"
+#include "cli/terminal.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
 #include "util/sha256.hpp"
@@ -199,13 +200,17 @@ int run(const RunOptions& o) {
   events.add("tool.call", {{"argv", config.argv},
                            {"cwd", config.cwd},
                            {"timeout_ms", config.timeout ? config.timeout->count() : 0}});
+  auto terminal = TerminalRelay::prepare(config);
+  if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   auto child = spawn(config);
   if (!child) {
     events.add("tool.result", {{"refused", child.error().message()}});
     return refuse(child.error(), o.result_file);
   }
+  terminal->start();
   Result r = child->wait(cancel.fd());
+  terminal->finish();  // the program's last output before chock's own line
   events.add("tool.result", nlohmann::json::parse(r.to_json()));
   return finish(r, config.argv, o.result_file, deadline);
 }

@@ -11,6 +11,7 @@
 #include "cli/command.hpp"
 #include "cli/limit_flags.hpp"
 #include "cli/outcome.hpp"
+#include "cli/terminal.hpp"
 
 namespace chock::cli {
 
@@ -50,11 +51,15 @@ int run_sandbox(SandboxOptions& o) {
         "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
         "executable at once); every blocked call still kills, io_uring is still refused\n");
   }
+  auto terminal = TerminalRelay::prepare(c);
+  if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   auto child = spawn(c);
   if (!child) return refuse(child.error(), o.result_file);
+  terminal->start();
   Result r = child->wait(cancel.fd());
   child->detach();  // chock exits next: the keeper's teardown is the kernel's
+  terminal->finish();  // the program's last output before chock's own line
   return finish(r, c.argv, o.result_file);
 }
 

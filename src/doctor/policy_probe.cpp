@@ -78,7 +78,7 @@ Row write_execute_row(const policy::Answer& answer, const ChildResult& strict_fi
   }
   row.state = "strict";
   row.level = Level::ok;
-  row.reason = why + "; a writable+executable mmap answers EPERM";
+  row.reason = why + "; a writable+executable mmap is refused (EPERM)";
   return row;
 }
 

@@ -138,7 +138,26 @@ bool syscall_failed_efbig(pid_t pid) noexcept {
 // kernel runs the filter again on what it will execute, which now allows it.
 void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
   unsigned long data = 0;
-  if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &data) != 0 || data != seccomp::kTraceMemfdCreate) return;
+  if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &data) != 0) return;
+  if (data == seccomp::kTraceWriteExecute) {
+    // Skipped (number -1), answered EPERM, counted. Left as it is, the
+    // kernel would run the filter again, which answers "allow" to a
+    // SECCOMP_RET_TRACE on the second pass: never let that happen.
+#if defined(__x86_64__)
+    user_regs_struct regs{};
+    if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0) {
+      regs.orig_rax = static_cast<unsigned long long>(-1);
+      regs.rax = static_cast<unsigned long long>(-EPERM);
+      if (::ptrace(PTRACE_SETREGS, pid, nullptr, &regs) == 0) {
+        ++w.evidence.write_execute_refused;
+        return;
+      }
+    }
+#endif
+    ::kill(pid, SIGKILL);  // could not refuse it: the call must not go through
+    return;
+  }
+  if (data != seccomp::kTraceMemfdCreate) return;
 #if defined(__x86_64__)
   user_regs_struct regs{};
   if (w.seal_memfd && ::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0 &&

@@ -25,21 +25,22 @@ inline constexpr std::size_t kFilterKillsKept = 4;
 // What the keeper saw, sent to the host side as raw bytes when the program
 // has ended. Each field is evidence for one limit; none names a limit alone.
 struct Evidence {
-  std::uint32_t traced = 0;             // 1: the program was seized, the rest means something
-  std::uint32_t proc = 0;               // 1: a procfs of the sandbox's pid namespace was readable
-  std::uint32_t tasks_peak = 0;         // most live tasks of the program's tree at one time
-  std::uint32_t exit_fds_max = 0;       // most open fds a task held as it failed (exit code != 0)
-  std::uint64_t exit_data_max = 0;      // largest VmData (bytes) of a task as it failed
-  std::uint32_t xfsz_efbig = 0;         // SIGXFSZ deliveries right after a system call failed with EFBIG
-  std::uint32_t xcpu_over_soft = 0;     // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
-  std::uint64_t cpu_ticks_max = 0;      // largest own CPU time (clock ticks) seen at such a delivery
-  std::uint64_t memory_peak = 0;        // most resident memory of the call's processes, summed (measured)
-  std::uint32_t memory_samples = 0;     // how often it was measured
-  std::uint32_t memory_over = 0;        // 1: the sum passed memory_limit and the keeper ended the call
-  std::uint32_t memfd_sealed = 0;       // memfd_create calls the keeper made non-executable
-  std::uint32_t memfd_unsealed = 0;     // ... and calls it could not (their memfd may be run)
-  std::uint64_t net_no_route = 0;       // the call's network namespace: Ip OutNoRoutes + Ip6OutNoRoutes
-  std::uint32_t filter_kill_count = 0;  // processes the filter killed, all of them
+  std::uint32_t traced = 0;          // 1: the program was seized, the rest means something
+  std::uint32_t proc = 0;            // 1: a procfs of the sandbox's pid namespace was readable
+  std::uint32_t tasks_peak = 0;      // most live tasks of the program's tree at one time
+  std::uint32_t exit_fds_max = 0;    // most open fds a task held as it failed (exit code != 0)
+  std::uint64_t exit_data_max = 0;   // largest VmData (bytes) of a task as it failed
+  std::uint32_t xfsz_efbig = 0;      // SIGXFSZ deliveries right after a system call failed with EFBIG
+  std::uint32_t xcpu_over_soft = 0;  // SIGXCPU deliveries to a task whose own CPU time passed `cpu_soft`
+  std::uint64_t cpu_ticks_max = 0;   // largest own CPU time (clock ticks) seen at such a delivery
+  std::uint64_t memory_peak = 0;     // most resident memory of the call's processes, summed (measured)
+  std::uint32_t memory_samples = 0;  // how often it was measured
+  std::uint32_t memory_over = 0;     // 1: the sum passed memory_limit and the keeper ended the call
+  std::uint32_t write_execute_refused = 0;    // calls the write-xor-execute rules refused (EPERM)
+  std::uint32_t memfd_sealed = 0;             // memfd_create calls the keeper made non-executable
+  std::uint32_t memfd_unsealed = 0;           // ... and calls it could not (their memfd may be run)
+  std::uint64_t net_no_route = 0;             // the call's network namespace: Ip OutNoRoutes + Ip6OutNoRoutes
+  std::uint32_t filter_kill_count = 0;        // processes the filter killed, all of them
   FilterKill filter_kills[kFilterKillsKept];  // the first few
 };
 

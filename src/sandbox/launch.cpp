@@ -83,6 +83,7 @@ Expected<void> prepare_command(const Config& config, Launch& l) {
   if (l.cwd.empty())
     return Error{"--cwd " + config.cwd + ": needs an absolute path", "", 0, Errc::bad_config};
   l.pass_stdin = config.pass_stdin;
+  l.stdio = config.stdio;
   return {};
 }
 

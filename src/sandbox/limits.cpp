@@ -106,6 +106,7 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
     r.memory_measured_samples = evidence.memory_samples;
   }
   result.network_unreachable = evidence.net_no_route;
+  result.write_execute_refused = evidence.write_execute_refused;
   result.filter_kill_count = evidence.filter_kill_count;
   for (std::size_t i = 0; i < evidence.filter_kill_count && i < exit_watch::kFilterKillsKept; ++i) {
     const exit_watch::FilterKill& k = evidence.filter_kills[i];

@@ -199,7 +199,10 @@ void forward_signal(int sig) {
 [[noreturn]] void keeper_main(Launch& l) noexcept {
   const int channel = l.channel.get();
   // The middle shared the caller's descriptors; the keeper has a copy of
-  // them, and keeps only what the call needs.
+  // them, takes the call's 0, 1 and 2 from where the caller said, and
+  // keeps only what the call needs.
+  for (int i = 0; i < 3; ++i)
+    if (l.stdio[i] != i && dup2(l.stdio[i], i) < 0) fail_step(channel, {Step::close_fds, errno, -1});
   if (!close_all_but(l.keep_fds)) fail_step(channel, {Step::close_fds, errno, -1});
   // The keeper is the caller's child (CLONE_PARENT). If chock died before the
   // death signal was asked for, its pidfd reads as exited. (Not getppid: the

@@ -38,6 +38,12 @@ inline constexpr unsigned kMfdExec = 0x0010U;        // MFD_EXEC: executable, as
 // written, read and mapped, and never run by execve("/proc/self/fd/N"),
 // where Landlock's execute right has no path to check.
 inline constexpr std::uint16_t kTraceMemfdCreate = 1;
+// The SECCOMP_RET_TRACE data of the write-xor-execute rules (a writable and
+// executable mapping, SHM_EXEC, READ_IMPLIES_EXEC): the keeper counts the
+// refusal and answers EPERM, so Chock can say why a JIT failed. Only calls
+// that break the rule stop; every other mmap runs the same instructions as
+// with an EPERM action. Without a tracer (the filter alone) they answer ENOSYS.
+inline constexpr std::uint16_t kTraceWriteExecute = 2;
 
 // A system call the filter kills, by name and by the number the filter uses.
 struct Killed {

@@ -94,13 +94,17 @@ Expected<void> add_io_uring_rules(void* ctx) {
   return {};
 }
 
+// Refused through the keeper, which counts each refusal (kTraceWriteExecute).
 Expected<void> add_write_xor_execute_rules(void* ctx) {
   constexpr std::uint64_t kWriteExec = PROT_WRITE | PROT_EXEC;
   for (auto [nr, name] : {std::pair{SCMP_SYS(mmap), "mmap"}, std::pair{SCMP_SYS(mprotect), "mprotect"},
                           std::pair{SCMP_SYS(pkey_mprotect), "pkey_mprotect"}}) {
-    if (auto r = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, name, {low32_has_bits(2, kWriteExec)}); !r) return r;
+    if (auto r = add(ctx, SCMP_ACT_TRACE(kTraceWriteExecute), nr, name, {low32_has_bits(2, kWriteExec)}); !r)
+      return r;
   }
-  if (auto r = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(shmat), "shmat", {low32_has_bits(2, SHM_EXEC)}); !r)
+  if (auto r = add(ctx, SCMP_ACT_TRACE(kTraceWriteExecute), SCMP_SYS(shmat), "shmat",
+                   {low32_has_bits(2, SHM_EXEC)});
+      !r)
     return r;
   // personality(READ_IMPLIES_EXEC) is refused but the query 0xffffffff, which
   // has that bit too, must pass. libseccomp takes one comparison per argument
@@ -109,7 +113,7 @@ Expected<void> add_write_xor_execute_rules(void* ctx) {
   for (unsigned b = 0; b < 32; ++b) {
     const std::uint64_t other = 1ULL << b;
     if (other == READ_IMPLIES_EXEC) continue;
-    if (auto r = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), "personality",
+    if (auto r = add(ctx, SCMP_ACT_TRACE(kTraceWriteExecute), SCMP_SYS(personality), "personality",
                      {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, READ_IMPLIES_EXEC | other, READ_IMPLIES_EXEC}});
         !r)
       return r;

@@ -316,6 +316,27 @@ TEST(Network, NoLineWhenTheCallStayedOnItsOwnLoopback) {
   }
 }
 
+// Node without sandbox.jit dies of V8's fatal error (SIGTRAP); Chock says
+// why, from the keeper's count of the refusals. With it, no such line.
+TEST(WriteExecute, AJitRefusedIsSaidInALineOfChocks) {
+  if (::access("/usr/bin/node", X_OK) != 0)
+    GTEST_SKIP() << "/usr/bin/node is not installed (scripts/install-deps installs it)";
+  constexpr const char* kLine = "chock: the sandbox refused ";
+  const Output strict = sandbox({"--result", "/dev/stdout"}, {"node", "-e", "console.log(1)"});
+  EXPECT_NE(strict.status, 0);
+  EXPECT_NE(strict.err.find(kLine), std::string::npos) << strict.err;
+  EXPECT_NE(strict.err.find("writable and executable mapping"), std::string::npos) << strict.err;
+  EXPECT_NE(strict.err.find("needs `sandbox.jit = allow` in chock.zon"), std::string::npos) << strict.err;
+  EXPECT_EQ(strict.out.find("\"write_execute_refused\":0"), std::string::npos) << strict.out;
+  const Output jit = sandbox({"--allow-jit"}, {"node", "-e", "console.log(1)"});
+  EXPECT_EQ(jit.status, 0) << jit.err;
+  EXPECT_EQ(jit.out, "1\n");
+  EXPECT_EQ(jit.err.find(kLine), std::string::npos) << jit.err;
+  const Output none = sandbox({"--result", "/dev/stdout"}, {"true"});
+  EXPECT_EQ(none.err.find(kLine), std::string::npos) << none.err;
+  EXPECT_NE(none.out.find("\"write_execute_refused\":0"), std::string::npos) << none.out;
+}
+
 TEST(Network, HostReachesALocalListener) {
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
