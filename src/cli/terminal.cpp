@@ -113,11 +113,7 @@ void TerminalRelay::relay() {
     }
     if (input_open && (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       ssize_t r = ::read(0, buf, sizeof buf);
-      if (r <= 0) {
-        input_open = false;
-      } else if (!write_all(master_.get(), buf, static_cast<std::size_t>(r))) {
-        input_open = false;
-      }
+      input_open = r > 0 && write_all(master_.get(), buf, static_cast<std::size_t>(r));
     }
   }
 }
