@@ -65,6 +65,17 @@ struct Limits {
   std::optional<std::uint64_t> cpu_seconds;      // RLIMIT_CPU (soft; hard is 30 s more)
 };
 
+// The file system a call writes its workspace to, watched while it runs:
+// the call is stopped when it has written `cap_bytes` there since it started,
+// or when the free space or free inodes fall under their floors, so the
+// machine's disk never fills and the session log can still be written.
+struct DiskGuard {
+  std::string path;                // a directory on that file system (the data directory)
+  std::uint64_t cap_bytes = 0;     // blocks the call may add to its use
+  std::uint64_t floor_bytes = 0;   // free space that must remain
+  std::uint64_t floor_inodes = 0;  // free inodes that must remain (0: not checked)
+};
+
 // Who owns the cgroup the call runs in.
 struct Containment {
   enum class Kind {
@@ -99,6 +110,7 @@ struct Config {
   std::optional<std::vector<Grant>> landlock_grants;
   Limits limits;
   Containment containment;
+  std::optional<DiskGuard> disk;  // chock run sets it; nullopt: not watched
 };
 
 }  // namespace chock

@@ -1,6 +1,7 @@
 // chock run [--project DIR] [--session ID] [--allow-dirty] [--deny PATH]...
 //           [--net none|host] [--timeout S] [--result FILE]
 //           [--org-bundle PATH] [--policy-rule ACTION=DECISION]... -- CMD [ARG...]
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "cli/outcome.hpp"
 #include "cli/terminal.hpp"
 #include "log/session_log.hpp"
+#include "sandbox/kill_naming.hpp"
 #include "util/escape.hpp"
 #include "util/sha256.hpp"
 
@@ -98,10 +100,44 @@ class Events {
       log_.reset();
     }
   }
+  // Room for the lines after the call, whatever the call does to the disk.
+  void reserve(std::uint64_t bytes) {
+    if (!log_) return;
+    if (auto r = log_->reserve(bytes); !r)
+      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
+  }
 
  private:
   std::optional<log::SessionLog> log_;
 };
+
+// The disk guard of a call whose workspace is in `dir`: what it may write
+// (.limits.disk) and the floors its file system keeps, 1 GiB and 10,000
+// inodes, or a tenth of a smaller file system. A call starts while half of
+// each floor is left (a call stopped at a floor leaves the next one room to
+// run); under that it is refused.
+Expected<DiskGuard> disk_guard(const std::string& dir, std::uint64_t cap) {
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) != 0) return sys_error("statvfs, for the disk limit", dir);
+  DiskGuard g;
+  g.path = dir;
+  g.cap_bytes = cap;
+  const std::uint64_t size = static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize;
+  g.floor_bytes = std::min<std::uint64_t>(1ULL << 30, size / 10) >> 20 << 20;  // whole MiB
+  g.floor_inodes = v.f_files == 0 ? 0 : std::min<std::uint64_t>(10000, v.f_files / 10);
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
+  if (free_bytes < g.floor_bytes / 2)
+    return Error{"the file system of " + dir + " has " + format_size(free_bytes / 4096 * 4096) +
+                     " free, under the " + format_size(g.floor_bytes / 2) +
+                     " a call needs to start: make room there first (chock workspace clear)",
+                 "", ENOSPC};
+  if (g.floor_inodes > 0 && v.f_favail < g.floor_inodes / 2)
+    return Error{"the file system of " + dir + " has " + std::to_string(v.f_favail) +
+                     " free inodes, under the " + std::to_string(g.floor_inodes / 2) +
+                     " a call needs to start: make room there first (chock workspace clear)",
+                 "", ENOSPC};
+  return g;
+}
 
 // "90 s", "30 min", "2 h": a deadline as a person reads it.
 std::string seconds_text(double seconds) {
@@ -200,6 +236,10 @@ int run(const RunOptions& o) {
   events.add("tool.call", {{"argv", config.argv},
                            {"cwd", config.cwd},
                            {"timeout_ms", config.timeout ? config.timeout->count() : 0}});
+  auto guard = disk_guard(s.dir, limits.disk_bytes);
+  if (!guard) return refuse(guard.error(), o.result_file);
+  config.disk = std::move(*guard);
+  events.reserve(64ULL * 1024);
   auto terminal = TerminalRelay::prepare(config);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;

@@ -58,7 +58,7 @@ int run_sandbox(SandboxOptions& o) {
   if (!child) return refuse(child.error(), o.result_file);
   terminal->start();
   Result r = child->wait(cancel.fd());
-  child->detach();  // chock exits next: the keeper's teardown is the kernel's
+  child->detach();     // chock exits next: the keeper's teardown is the kernel's
   terminal->finish();  // the program's last output before chock's own line
   return finish(r, c.argv, o.result_file);
 }

@@ -172,7 +172,7 @@ class Schema {
 
   Expected<LimitsSpec> limits(const Value& s) const {
     if (auto ok = expect_struct(s); !ok) return ok.error();
-    if (auto ok = only_keys(s, {"processes", "memory", "timeout"}, ".limits"); !ok) return ok.error();
+    if (auto ok = only_keys(s, {"processes", "memory", "timeout", "disk"}, ".limits"); !ok) return ok.error();
     LimitsSpec out;
     if (const zon::Field* f = s.find("processes")) {
       auto v = processes(f->value);
@@ -183,6 +183,11 @@ class Schema {
       auto v = memory(f->value);
       if (!v) return v.error();
       out.memory = std::move(*v);
+    }
+    if (const zon::Field* f = s.find("disk")) {
+      auto v = disk(f->value);
+      if (!v) return v.error();
+      out.disk = std::move(*v);
     }
     if (const zon::Field* f = s.find("timeout")) {
       auto v = timeout(f->value);
@@ -247,6 +252,21 @@ class Schema {
     auto bytes = parse_size("memory", v.text);
     if (!bytes) return at(v, bytes.error().what);
     if (*bytes < kMinMemoryBytes) return at(v, "memory below 1MiB leaves a program no room to start");
+    out.value = *bytes;
+    return out;
+  }
+
+  // What a call may write to the data directory's file system: a size.
+  Expected<LimitValue> disk(const Value& v) const {
+    LimitValue out{.origin = origin(v)};
+    if (v.kind != Value::Kind::string)
+      return at(v, std::string("expected a size such as \"10GiB\", found ") + zon::kind_name(v.kind));
+    for (char c : v.text)
+      if (c < 0x20 || c > 0x7e || c == '%')
+        return at(v, quote(v.text) + " is not a size; the disk limit looks like \"512MiB\" or \"10GiB\"");
+    auto bytes = parse_size("disk", v.text);
+    if (!bytes) return at(v, bytes.error().what);
+    if (*bytes < kMinMemoryBytes) return at(v, "disk below 1MiB leaves a call no room to write its output");
     out.value = *bytes;
     return out;
   }

@@ -34,11 +34,15 @@ struct LimitsSpec {
   std::optional<LimitValue> processes;               // .processes = 256 | "50%"
   std::optional<LimitValue> memory;                  // .memory = "4GiB" | "50%"
   std::optional<LimitValue> timeout = std::nullopt;  // .timeout = 600 | "10m" | "2h": seconds of wall clock
+  std::optional<LimitValue> disk =
+      std::nullopt;  // .disk = "10GiB": what a call may write to the data directory
 };
 
 // A call that sets no deadline ends after this long (chock run): a hung test
 // runner or a program waiting on a network that is not there stops by itself.
 inline constexpr std::uint64_t kDefaultTimeoutSeconds = 30ULL * 60;
+// What a call may write to the data directory's file system when nobody says.
+inline constexpr std::uint64_t kDefaultDiskBytes = 10ULL << 30;
 // A deadline is at most a week.
 inline constexpr std::uint64_t kMaxTimeoutSeconds = 7ULL * 24 * 3600;
 
@@ -113,6 +117,7 @@ struct EffectiveLimits {
   std::optional<std::uint64_t> processes;     // nullopt: nobody set one, the floor's default applies
   std::optional<std::uint64_t> memory_bytes;  // nullopt: likewise
   std::uint64_t timeout_seconds = kDefaultTimeoutSeconds;  // always set: the default when nobody asks
+  std::uint64_t disk_bytes = kDefaultDiskBytes;            // likewise
   std::vector<std::string> notices;
 };
 [[nodiscard]] EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_defaults,

@@ -159,6 +159,15 @@ EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_de
     timeout.operator_label = "Chock's default";
   }
   out.timeout_seconds = ratchet_one(timeout, machine, out.notices).value_or(kDefaultTimeoutSeconds);
+  // The disk limit likewise: lowered by a project, never raised past the
+  // operator's or Chock's default.
+  Layered disk{"disk",           true, project.disk, operator_defaults.disk, bundle.disk, kDefaultDiskBytes,
+               kDefaultDiskBytes};
+  if (!disk.operator_value) {
+    disk.operator_value = LimitValue{LimitValue::Kind::absolute, kDefaultDiskBytes, ""};
+    disk.operator_label = "Chock's default";
+  }
+  out.disk_bytes = ratchet_one(disk, machine, out.notices).value_or(kDefaultDiskBytes);
   return out;
 }
 

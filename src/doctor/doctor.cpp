@@ -97,6 +97,7 @@ Expected<std::vector<Row>> check(const Options& options) {
   rows.push_back(tmpfs_row(context));
   rows.push_back(git_row(project->git, git_why));
   rows.push_back(space_row());
+  rows.push_back(disk_row());
   return rows;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "chock/workspace.hpp"
+#include "config/chock_zon.hpp"
 #include "doctor/probes.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/exit_watch.hpp"
@@ -19,6 +20,7 @@ namespace {
 constexpr const char* kCgroupRow = "cgroup v2";
 constexpr const char* kGitRow = "git";
 constexpr const char* kMemoryRow = "memory limit";
+constexpr const char* kDiskRow = "disk limit";
 constexpr const char* kSpaceRow = "workspace space";
 constexpr unsigned long long kSpaceFloor = 1ULL << 30;
 
@@ -98,13 +100,30 @@ Row git_row(bool blocks, const std::string& why_blocks) {
   return make_row(kGitRow, Level::ok, blocks, version + why_blocks);
 }
 
-Row space_row() {
-  auto data = workspace::data_dir();
-  if (!data) return make_row(kSpaceRow, Level::degraded, false, data.error().message());
-  const std::string probed = nearest_existing(*data);
+namespace {
+
+// The data directory (or its nearest existing ancestor) and its file system.
+struct DataFs {
+  std::string data;
+  std::string probed;
   struct statvfs fs {};
-  if (::statvfs(probed.c_str(), &fs) != 0)
-    return make_row(kSpaceRow, Level::degraded, false, sys_error("statvfs", probed).message());
+};
+Expected<DataFs> data_fs() {
+  auto data = workspace::data_dir();
+  if (!data) return std::move(data).error();
+  DataFs d{*data, nearest_existing(*data), {}};
+  if (::statvfs(d.probed.c_str(), &d.fs) != 0) return sys_error("statvfs", d.probed);
+  return d;
+}
+
+}  // namespace
+
+Row space_row() {
+  auto d = data_fs();
+  if (!d) return make_row(kSpaceRow, Level::degraded, false, d.error().message());
+  const std::string& probed = d->probed;
+  const std::string* data = &d->data;
+  const struct statvfs& fs = d->fs;
   const unsigned long long free = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
   std::string where = probed == *data
                           ? "in the data directory " + *data
@@ -113,7 +132,29 @@ Row space_row() {
     return make_row(
         kSpaceRow, Level::degraded, false,
         human_size(free) + " free " + where + "; workspaces want at least " + human_size(kSpaceFloor));
-  return make_row(kSpaceRow, Level::ok, false, human_size(free) + " free " + where);
+  std::string inodes = fs.f_files == 0 ? std::string("inodes not counted by this file system")
+                                       : std::to_string(fs.f_favail) + " inodes free";
+  return make_row(kSpaceRow, Level::ok, false, human_size(free) + " free " + where + ", " + inodes);
+}
+
+Row disk_row() {
+  auto d = data_fs();
+  if (!d) return make_row(kDiskRow, Level::degraded, false, d.error().message());
+  const std::string& probed = d->probed;
+  const struct statvfs& fs = d->fs;
+  const unsigned long long size = static_cast<unsigned long long>(fs.f_blocks) * fs.f_frsize;
+  const unsigned long long floor = std::min(kSpaceFloor, size / 10) >> 20 << 20;
+  const std::string inodes =
+      fs.f_files == 0
+          ? std::string(" (this file system counts no inodes)")
+          : " and " + std::to_string(std::min<unsigned long long>(10000, fs.f_files / 10)) + " inodes";
+  return make_row(kDiskRow, Level::ok, false,
+                  "chock run watches the file system of " + probed +
+                      " every 2 to 50 ms: a call is stopped when it "
+                      "has written " +
+                      human_size(config::kDefaultDiskBytes) +
+                      " there (.limits.disk lowers it), or when less than " + human_size(floor) + inodes +
+                      " are left free");
 }
 
 }  // namespace chock::doctor

@@ -73,6 +73,8 @@ struct Context {
 [[nodiscard]] Row git_row(bool blocks, const std::string& why_blocks);
 // Which mechanism bounds a call's memory here, and how fast it reacts.
 [[nodiscard]] Row memory_row();
+// What a call may write to the data directory's file system, and its floors.
+[[nodiscard]] Row disk_row();
 [[nodiscard]] Row space_row();
 
 // policy_probe.cpp: the organisation's, the project's and the command line's

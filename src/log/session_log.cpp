@@ -430,4 +430,13 @@ Expected<std::string> find_log(const std::string& session) {
   return found.front();
 }
 
+Expected<void> SessionLog::reserve(std::uint64_t bytes) {
+  struct stat st {};
+  if (::fstat(file_.get(), &st) != 0) return sys_error("fstat session log", path_);
+  if (::fallocate(file_.get(), FALLOC_FL_KEEP_SIZE, st.st_size, static_cast<off_t>(bytes)) != 0 &&
+      errno != EOPNOTSUPP)
+    return sys_error("reserve room in the session log", path_);
+  return {};
+}
+
 }  // namespace chock::log

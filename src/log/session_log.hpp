@@ -60,6 +60,10 @@ class SessionLog {
   // chain would hide the removal of a last line.
   [[nodiscard]] Expected<void> append(std::string_view event, const nlohmann::json& fields);
 
+  // Reserves `bytes` of disk past the log's end (its size unchanged), so the
+  // lines after a call that filled the disk still have room.
+  [[nodiscard]] Expected<void> reserve(std::uint64_t bytes);
+
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] const std::string& session() const { return session_; }
 

@@ -93,6 +93,9 @@ std::string format_size(std::uint64_t bytes) {
 
 std::string kill_message(const LimitsReport& r) {
   if (r.killed_by.empty()) return {};
+  if (r.killed_by == "disk")
+    return "chock: the program was stopped by the disk limit: " + r.disk_reason +
+           " (every process of the call was stopped)";
   std::string what;
   std::string value;
   if (r.killed_by == "memory") {

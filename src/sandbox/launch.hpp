@@ -63,7 +63,7 @@ struct Launch {
   std::vector<char*> envp;
   std::string cwd;
   bool pass_stdin = false;
-  std::array<int, 3> stdio{0, 1, 2};  // dup2'd onto 0, 1, 2 by the keeper
+  std::array<int, 3> stdio{0, 1, 2};      // dup2'd onto 0, 1, 2 by the keeper
   std::uint64_t ignored_signals = ~0ULL;  // bit N-1: signal N is SIG_IGN in the caller
   landlock::Prepared landlock;
   seccomp::Program filter;

@@ -89,6 +89,7 @@ std::string Result::to_json() const {
   lim["killed_by"] = limits.killed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(limits.killed_by);
   if (!limits.killed_by.empty()) lim["killed_by_limit"] = limits.killed_by_limit;
   lim["core_dump_suppressed"] = limits.core_dump_suppressed;
+  if (!limits.disk_reason.empty()) lim["disk_reason"] = limits.disk_reason;
   j["limits"] = lim;
   return j.dump();
 }

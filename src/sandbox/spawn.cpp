@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "chock/sandbox.hpp"
 #include "sandbox/clone.hpp"
+#include "sandbox/kill_naming.hpp"
 #include "sandbox/launch.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/process_tree.hpp"
@@ -44,6 +46,57 @@ struct Child::State {
   bool killed = false;
   bool got_status = false;
   bool middle_entered = false;  // a root caller's middle waits for its id maps
+  std::optional<DiskGuard> disk;
+  std::uint64_t disk_used_at_start = 0;
+  std::uint64_t disk_free_at_start = 0;
+  std::uint64_t inodes_free_at_start = 0;
+  std::string disk_stop;  // why the disk guard stopped the call, or empty
+  std::chrono::steady_clock::time_point disk_next{};
+
+  // The file system's use, free space and free inodes now; false when unknown.
+  bool disk_now(std::uint64_t* used, std::uint64_t* free_bytes, std::uint64_t* free_inodes) const {
+    struct statvfs v {};
+    if (!disk || ::statvfs(disk->path.c_str(), &v) != 0) return false;
+    *used = (static_cast<std::uint64_t>(v.f_blocks) - v.f_bfree) * v.f_frsize;
+    *free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
+    *free_inodes = v.f_files == 0 ? ~0ULL : static_cast<std::uint64_t>(v.f_favail);
+    return true;
+  }
+
+  // While the call runs: its writes against the cap, the file system against
+  // its floors, every 50 ms and down to every 2 ms as the room left shrinks
+  // (a write at memory speed, 4 GiB/s, fills little more than it in that
+  // time). Passed: the whole call is stopped.
+  void check_disk() {
+    if (!disk || killed) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < disk_next) return;
+    std::uint64_t used = 0, free_bytes = 0, free_inodes = 0;
+    if (!disk_now(&used, &free_bytes, &free_inodes)) return;
+    const std::uint64_t wrote = used > disk_used_at_start ? used - disk_used_at_start : 0;
+    const std::uint64_t room = std::min(disk->cap_bytes > wrote ? disk->cap_bytes - wrote : 0,
+                                        free_bytes > disk->floor_bytes ? free_bytes - disk->floor_bytes : 0);
+    // Files are made at up to 100,000 a second: 10 µs an inode.
+    const std::uint64_t inodes_room =
+        disk->floor_inodes == 0 ? ~0ULL / 16
+                                : (free_inodes > disk->floor_inodes ? free_inodes - disk->floor_inodes : 0);
+    disk_next = now + std::chrono::microseconds(
+                          std::clamp<std::uint64_t>(std::min(room / 4096, inodes_room * 10), 2000, 50000));
+    if (wrote > disk->cap_bytes)
+      disk_stop = "the call wrote " + format_size(wrote / (1 << 20) * (1 << 20)) + " to the file system of " +
+                  disk->path + ", past its disk limit of " + format_size(disk->cap_bytes);
+    // Under a floor, a call is stopped once it takes more (a call after one
+    // stopped at the floor may still run, and write a little).
+    else if (free_bytes < disk->floor_bytes && free_bytes + (1 << 20) < disk_free_at_start)
+      disk_stop = "the file system of " + disk->path + " had " +
+                  format_size(free_bytes / (1 << 20) * (1 << 20)) + " free, under its floor of " +
+                  format_size(disk->floor_bytes);
+    else if (disk->floor_inodes > 0 && free_inodes < disk->floor_inodes &&
+             free_inodes + 100 < inodes_free_at_start)
+      disk_stop = "the file system of " + disk->path + " had " + std::to_string(free_inodes) +
+                  " free inodes, under its floor of " + std::to_string(disk->floor_inodes);
+    if (!disk_stop.empty()) kill_tree();
+  }
 
   void kill_tree() noexcept {
     // SIGKILL to pid 1 of the namespace ends every process in it.
@@ -131,7 +184,8 @@ void Child::signal(int sig) noexcept {
 Result Child::wait(int cancel_fd) {
   State& s = *state_;
   if (s.waited) return s.result;
-  auto deadline = s.timeout ? std::optional(s.start + *s.timeout) : std::nullopt;
+  const bool has_deadline = s.timeout.has_value();
+  const auto deadline = has_deadline ? s.start + *s.timeout : std::chrono::steady_clock::time_point::max();
   bool channel_open = true;
   // Until the keeper reports the program's end, which it does once it has
   // ended every other process of the call, or until its pidfd reads as exited
@@ -142,14 +196,21 @@ Result Child::wait(int cancel_fd) {
                      {channel_open ? s.channel.get() : -1, POLLIN, 0},
                      {cancel_fd, POLLIN, 0}};
     int wait_ms = -1;
-    if (deadline && !s.killed) {
+    if (has_deadline && !s.killed) {
       auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       wait_ms = static_cast<int>(std::max<long long>(0, left.count() + 1));
+    }
+    if (s.disk && !s.killed) {
+      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
+          s.disk_next - std::chrono::steady_clock::now());
+      const int disk_ms = static_cast<int>(std::clamp<long long>(until.count() + 1, 1, 50));
+      if (wait_ms < 0 || wait_ms > disk_ms) wait_ms = disk_ms;
     }
     int n = poll(fds, cancel_fd >= 0 ? 3 : 2, wait_ms);
     if (n < 0 && errno == EINTR) continue;
-    if (n == 0 && deadline && !s.killed) {
+    s.check_disk();
+    if (n == 0 && has_deadline && !s.killed && std::chrono::steady_clock::now() >= deadline) {
       s.result.timed_out = true;
       s.kill_tree();
       continue;
@@ -188,6 +249,11 @@ Result Child::wait(int cancel_fd) {
       s.result.exit_code = info.si_status;
   }
   if (s.limits) finish_limits(*s.limits, s.result, s.evidence);
+  if (!s.disk_stop.empty()) {
+    s.result.limits.killed_by = "disk";
+    s.result.limits.killed_by_limit = s.disk->cap_bytes;
+    s.result.limits.disk_reason = s.disk_stop;
+  }
   return s.result;
 }
 
@@ -342,6 +408,12 @@ Expected<Child> spawn(const Config& config) {
   state->channel.reset(pair[0]);
   l.channel.reset(pair[1]);
   state->timeout = config.timeout;
+  state->disk = config.disk;
+  if (state->disk) {
+    if (!state->disk_now(&state->disk_used_at_start, &state->disk_free_at_start,
+                         &state->inodes_free_at_start))
+      return sys_error("statvfs, for the disk limit", state->disk->path);
+  }
   state->start = std::chrono::steady_clock::now();
 
   // Where it can, the middle enters the namespaces (most of a call's start-up

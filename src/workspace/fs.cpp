@@ -48,12 +48,34 @@ Expected<std::string> read_fd(int fd, const std::string& path, std::size_t max_b
   return out;
 }
 
+// read and write, where copy_file_range cannot go: between two file systems
+// of different kinds (EXDEV), or one that does not do it (EOPNOTSUPP, EINVAL).
+Expected<void> copy_by_hand(int in, int out, off_t left, const std::string& to) {
+  char buf[65536];
+  while (left > 0) {
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("copy: read for", to);
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return sys_error("copy", to);
+      done += w;
+    }
+    left -= n;
+  }
+  return {};
+}
+
 Expected<void> copy_bytes(int in, int out, off_t size, const std::string& to) {
   off_t left = size;
   while (left > 0) {
     ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, static_cast<std::size_t>(left), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)
+        return copy_by_hand(in, out, left, to);
       return sys_error("copy", to);
     }
     if (n == 0) break;

@@ -196,6 +196,16 @@ TEST_F(Doctor, MemoryLimitSaysWhichMechanismHoldsHere) {
   EXPECT_NE(row.reason.find("2 GiB unless limited"), std::string::npos) << row.reason;
 }
 
+TEST_F(Doctor, DiskLimitSaysWhatACallMayWriteAndTheFloors) {
+  Output o = doctor();
+  auto rows = human_rows(o.out);
+  ASSERT_TRUE(rows.count("disk limit")) << o.out;
+  EXPECT_EQ(rows["disk limit"].state, "ok") << rows["disk limit"].reason;
+  EXPECT_NE(rows["disk limit"].reason.find("has written 10 GiB there"), std::string::npos)
+      << rows["disk limit"].reason;
+  EXPECT_NE(rows["disk limit"].reason.find("are left free"), std::string::npos) << rows["disk limit"].reason;
+}
+
 TEST_F(Doctor, RefusedUserNamespacesTurnTheRowOffAndExit2) {
   Output o = doctor_under("--no-user-namespaces");
   if (o.status == 125) GTEST_SKIP() << "could not make a user namespace to lower its limit in: " << o.err;

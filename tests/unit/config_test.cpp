@@ -178,7 +178,7 @@ TEST(ConfigProject, UnknownKeysAndWrongTypes) {
       {".{ .network = .wifi }", ".wifi", "unknown network '.wifi'; the network is .none, .filtered or .host"},
       {".{ .limits = 5 }", "5", "expected a struct such as .{ .name = value }, found an integer"},
       {".{ .limits = .{ .cpu = 1 } }", ".cpu",
-       "unknown key '.cpu' in .limits; the keys there are .processes, .memory and .timeout"},
+       "unknown key '.cpu' in .limits; the keys there are .processes, .memory, .timeout and .disk"},
   });
 }
 
@@ -601,6 +601,29 @@ TEST(ConfigMachine, ThisMachine) {
   }
   ASSERT_GT(kib, 0u);
   EXPECT_EQ(m.ram_bytes / 1024, kib);
+}
+
+TEST(DiskLimit, ReadAsASizeDefaultsToTenGiBAndAProjectOnlyLowersIt) {
+  auto p = parse_project(".{ .limits = .{ .disk = \"512MiB\" } }", "/p/chock.zon", "/nonexistent");
+  ASSERT_TRUE(p) << p.error().message();
+  ASSERT_TRUE(p->limits.disk);
+  EXPECT_EQ(p->limits.disk->value, 512ULL << 20);
+  for (const char* bad : {"512", "\"50%\"", "\"10GB\"", "\"512KiB\""}) {
+    auto q =
+        parse_project(std::string(".{ .limits = .{ .disk = ") + bad + " } }", "/p/chock.zon", "/nonexistent");
+    ASSERT_FALSE(q) << bad;
+    EXPECT_EQ(q.error().message().rfind("/p/chock.zon:1:", 0), 0U) << q.error().message();
+  }
+  const chock::config::Machine machine{4, 1ULL << 34};
+  EXPECT_EQ(ratchet({}, {}, {}, machine).disk_bytes, 10ULL << 30);
+  LimitsSpec lower;
+  lower.disk = LimitValue{LimitValue::Kind::absolute, 1ULL << 30, "p:1:1"};
+  EXPECT_EQ(ratchet(lower, {}, {}, machine).disk_bytes, 1ULL << 30);
+  LimitsSpec higher;
+  higher.disk = LimitValue{LimitValue::Kind::absolute, 100ULL << 30, "p:1:1"};
+  auto held = ratchet(higher, {}, {}, machine);
+  EXPECT_EQ(held.disk_bytes, 10ULL << 30);
+  EXPECT_EQ(held.notices.size(), 1U);
 }
 
 }  // namespace

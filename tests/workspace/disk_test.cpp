@@ -1,0 +1,103 @@
+// A call cannot fill the disk its workspace is on. The data and state
+// directories live on a small tmpfs the test mounts (size= and nr_inodes=);
+// a call writing a big file and one making many empty files are each stopped
+// and named before the file system is full, the session log verifies, and
+// the next call runs.
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "support.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+class Disk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!running_as_root()) GTEST_SKIP() << "mounting the small tmpfs this test needs takes root";
+    small_ = dir_.path() + "/small";
+    ASSERT_EQ(::mkdir(small_.c_str(), 0755), 0);
+    ASSERT_EQ(::mount("tmpfs", small_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,nr_inodes=4000"), 0)
+        << std::strerror(errno);
+    mounted_ = true;
+    f.init_plain();
+  }
+  void TearDown() override {
+    if (mounted_) ::umount2(small_.c_str(), MNT_DETACH);
+  }
+  Output run(const std::string& script) const {
+    RunOptions o;
+    o.cwd = f.project();
+    o.env = {{"XDG_DATA_HOME", small_ + "/data"},
+             {"XDG_STATE_HOME", small_ + "/state"},
+             {"XDG_CONFIG_HOME", f.config()}};
+    return chock({"run", "--", "sh", "-c", script}, o);
+  }
+  Output verify(const std::string& id) const {
+    RunOptions o;
+    o.env = {{"XDG_DATA_HOME", small_ + "/data"}, {"XDG_STATE_HOME", small_ + "/state"}};
+    return chock({"sessions", "verify", id}, o);
+  }
+  struct statvfs now() const {
+    struct statvfs v {};
+    EXPECT_EQ(::statvfs(small_.c_str(), &v), 0);
+    return v;
+  }
+  void expect_next_call_runs() const {
+    const Output next = run("echo next");
+    EXPECT_EQ(next.status, 0) << describe(next);
+    EXPECT_EQ(next.out, "next\n") << describe(next);
+  }
+  Fixture f;
+  TempDir dir_;
+  std::string small_;
+  bool mounted_ = false;
+};
+
+TEST_F(Disk, ABigFileIsStoppedBeforeTheFileSystemIsFull) {
+  const Output o = run("dd if=/dev/zero of=big bs=1M count=400 2>/dev/null; echo wrote");
+  EXPECT_EQ(o.status, 128 + SIGKILL) << describe(o);
+  EXPECT_NE(o.err.find("chock: the program was stopped by the disk limit: the file system of "),
+            std::string::npos)
+      << describe(o);
+  EXPECT_NE(o.err.find(" free, under its floor of 25 MiB (every process of the call was stopped)"),
+            std::string::npos)
+      << describe(o);
+  EXPECT_EQ(o.out.find("wrote"), std::string::npos) << describe(o);
+  EXPECT_GT(now().f_bavail, 0U) << "the file system filled";
+  const Output v = verify(session_id(o));
+  EXPECT_EQ(v.status, 0) << describe(v);
+  expect_next_call_runs();
+}
+
+TEST_F(Disk, ManyEmptyFilesAreStoppedBeforeTheInodesRunOut) {
+  const Output o = run("i=0; while [ $i -lt 5000 ]; do : > f$i || exit 9; i=$((i+1)); done; echo made");
+  EXPECT_EQ(o.status, 128 + SIGKILL) << describe(o);
+  EXPECT_NE(o.err.find(" free inodes, under its floor of 400 (every process of the call was stopped)"),
+            std::string::npos)
+      << describe(o);
+  EXPECT_GT(now().f_favail, 0U) << "the inodes ran out";
+  const Output v = verify(session_id(o));
+  EXPECT_EQ(v.status, 0) << describe(v);
+  expect_next_call_runs();
+}
+
+// The project's own cap: lower than the default, named with its size.
+TEST_F(Disk, TheProjectsDiskLimitStopsTheCallPastIt) {
+  write_file(f.file("chock.zon"), ".{ .limits = .{ .disk = \"32MiB\" } }\n");
+  const Output o = run("dd if=/dev/zero of=big bs=1M count=100 2>/dev/null; echo wrote");
+  EXPECT_EQ(o.status, 128 + SIGKILL) << describe(o);
+  EXPECT_NE(o.err.find("to the file system of "), std::string::npos) << describe(o);
+  EXPECT_NE(o.err.find(", past its disk limit of 32 MiB"), std::string::npos) << describe(o);
+  // The neighbour: a call under the cap runs to its end.
+  const Output small = run("dd if=/dev/zero of=small bs=1M count=8 2>/dev/null; echo wrote");
+  EXPECT_EQ(small.status, 0) << describe(small);
+  EXPECT_EQ(small.out, "wrote\n");
+}
+
+}  // namespace
+}  // namespace chock::test::ws
