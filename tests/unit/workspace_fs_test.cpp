@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "process.hpp"
 #include "util/fd.hpp"
@@ -103,6 +106,31 @@ TEST(CopyBeneath, SetuidSetgidAndStickyNeverCrossAndModesAreNormalised) {
   EXPECT_EQ(mode_of(t.to + "/data") & 07777, 0644U);
   ASSERT_TRUE(copy_beneath(t.from_fd.get(), t.to_fd.get(), "tool", {}));
   EXPECT_EQ(mode_of(t.to + "/tool") & 07777, 0755U);
+}
+
+// The data directory is often on another file system than the project
+// (a tmpfs, another disk): copy_file_range answers EXDEV between file
+// systems of different kinds, and the copy goes on by reading and writing.
+TEST(CopyBeneath, AFileIsCopiedAcrossFileSystemsOfDifferentKinds) {
+  struct statfs tmp {
+  }, shm{};
+  const std::string tmpdir = ::getenv("TMPDIR") != nullptr ? ::getenv("TMPDIR") : "/tmp";
+  if (::statfs(tmpdir.c_str(), &tmp) != 0 || ::statfs("/dev/shm", &shm) != 0 || tmp.f_type == shm.f_type)
+    GTEST_SKIP() << tmpdir << " and /dev/shm are not two file systems of different kinds here";
+  test::TempDir from_dir{"chock-fs-from"};
+  UniqueFd shm_dir(::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(shm_dir);
+  char name[] = "/dev/shm/chock-fs-to-XXXXXX";
+  ASSERT_NE(::mkdtemp(name), nullptr);
+  UniqueFd to_fd(::open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::string big(300000, 'x');
+  test::write_file(from_dir / "data", big);
+  UniqueFd from_fd(::open(from_dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  auto copied = copy_beneath(from_fd.get(), to_fd.get(), "data", {});
+  EXPECT_TRUE(copied) << (copied ? "" : copied.error().message());
+  EXPECT_EQ(test::read_file(std::string(name) + "/data"), big);
+  ::unlink((std::string(name) + "/data").c_str());
+  ::rmdir(name);
 }
 
 TEST(OpenDirBeneath, CreatesNothingThroughALink) {
