@@ -73,8 +73,11 @@ void TerminalRelay::start() {
   slave_.reset();  // the call holds it now; its end reads as EIO on the master
   if (input_ && saved_[0]) {
     // Keystrokes go to the call one by one; its own terminal echoes them.
+    // ISIG stays on: Ctrl-C still reaches chock, which cancels the call.
     termios raw = *saved_[0];
-    ::cfmakeraw(&raw);
+    raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO | IEXTEN);
+    raw.c_cc[VMIN] = 1;
+    raw.c_cc[VTIME] = 0;
     (void)::tcsetattr(0, TCSANOW, &raw);
   }
   thread_ = std::thread([this] { relay(); });
