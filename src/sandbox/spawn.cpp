@@ -78,7 +78,7 @@ struct Child::State {
                                         free_bytes > disk->floor_bytes ? free_bytes - disk->floor_bytes : 0);
     // Files are made at up to 100,000 a second: 10 µs an inode.
     const std::uint64_t inodes_room =
-        disk->floor_inodes == 0 ? ~0ULL / 16
+        disk->floor_inodes == 0 ? ~0ULL / 100
                                 : (free_inodes > disk->floor_inodes ? free_inodes - disk->floor_inodes : 0);
     disk_next = now + std::chrono::microseconds(
                           std::clamp<std::uint64_t>(std::min(room / 4096, inodes_room * 10), 2000, 50000));
