@@ -169,6 +169,12 @@ void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
     }
   }
 #endif
+  // A kernel without MFD_NOEXEC_SEAL lets the memfd be made as before (said
+  // in the result); one with it never lets an unsealed one through.
+  if (w.seal_memfd) {
+    ::kill(pid, SIGKILL);
+    return;
+  }
   ++w.evidence.memfd_unsealed;
 }
 
