@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
@@ -83,6 +84,13 @@ Expected<void> add_kill_rules(void* ctx) {
       !r)
     return r;
   if (auto r = add_memfd_rules(ctx); !r) return r;
+  // A process made with CLONE_UNTRACED would escape the keeper, which names
+  // the filter's kills and answers its SECCOMP_RET_TRACE rules. (clone3's
+  // flags are in memory the filter cannot read; what that process then gets
+  // from those rules is ENOSYS, a refusal.)
+  if (auto r = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), "clone", {low32_has_bits(0, CLONE_UNTRACED)});
+      !r)
+    return r;
   // vsock reaches the hypervisor without consulting the network namespace.
   return add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), "socket", {low32_equals(0, AF_VSOCK)});
 }

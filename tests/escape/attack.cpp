@@ -376,6 +376,10 @@ int call_clone_newuser_newnet() {
 int call_clone_newnet() {
   return clone_with(CLONE_NEWNET);
 }
+// A child the keeper could not trace.
+int call_clone_untraced() {
+  return clone_with(CLONE_UNTRACED);
+}
 int call_clone3_newuser() {
   return clone3_with(CLONE_NEWUSER);
 }
@@ -502,6 +506,7 @@ const Case kCases[] = {
     CASE(clone_newuser),
     CASE(clone_newuser_newnet),
     CASE(clone_newnet),
+    CASE(clone_untraced),
     CASE(clone3_newuser),
     CASE(clone3_newuser_newnet),
     CASE(unshare_newuser),

@@ -83,6 +83,9 @@ std::vector<Row> rows() {
       {"socket_vsock", true, kKilled},
       {"socket_vsock_high_bits", false, kKilled},
       {"socket_unix", false, kWorks},
+      // no process escapes the keeper's tracing
+      {"clone_untraced", false, kRefused},
+      {"clone_untraced", true, kRefused},
       {"io_uring_setup", false, kRefused},
       {"io_uring_enter", false, kRefused},
       {"io_uring_register", false, kRefused},

@@ -140,6 +140,13 @@ TEST_P(Filter, ExecveatWithEmptyPathDiesAndAPathDoesNot) {
   EXPECT_EQ(ask(SYS_execveat, {kAtFdcwd, 0, 0, 0, AT_SYMLINK_NOFOLLOW}), kAllow);
 }
 
+TEST_P(Filter, CloneUntracedIsRefused) {
+  EXPECT_EQ(ask(SYS_clone, {CLONE_UNTRACED | SIGCHLD}), kEperm);
+  EXPECT_EQ(ask(SYS_clone, {kHigh | CLONE_UNTRACED}), kEperm);
+  EXPECT_EQ(ask(SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD}), kAllow);
+  EXPECT_EQ(ask(SYS_clone, {SIGCHLD}), kAllow);
+}
+
 TEST_P(Filter, AMemfdIsNeverExecutable) {
   const std::uint32_t trace = SECCOMP_RET_TRACE | kTraceMemfdCreate;
   const std::uint32_t eacces = SECCOMP_RET_ERRNO | EACCES;

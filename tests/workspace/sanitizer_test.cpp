@@ -2,6 +2,8 @@
 // as a whole (memory.max or Chock's measurement), not by RLIMIT_DATA, which
 // refuses the tens of TiB of address space AddressSanitizer and
 // ThreadSanitizer reserve at start.
+#include <chrono>
+
 #include "support.hpp"
 
 namespace chock::test::ws {
@@ -100,6 +102,21 @@ TEST_F(Sanitizers, AddressSanitizerStillReportsAUseAfterFree) {
   Output o = run({"sh", "-c", "cc -g -fsanitize=address -o uaf uaf.c && ./uaf"});
   EXPECT_NE(o.status, 0) << describe(o);
   EXPECT_NE(o.err.find("ERROR: AddressSanitizer: heap-use-after-free"), std::string::npos) << describe(o);
+}
+
+// LeakSanitizer stops the world through a tracer made with CLONE_UNTRACED,
+// which the filter refuses (no process escapes the keeper): it says at once
+// that it cannot work, where it used to wait forever for its killed tracer.
+TEST_F(Sanitizers, LeakSanitizerSaysAtOnceThatItCannotWork) {
+  std::string why;
+  if (!compiler_has("address", &why)) GTEST_SKIP() << why;
+  const auto start = std::chrono::steady_clock::now();
+  Output o =
+      run({"sh", "-c",
+           "cc -g -fsanitize=address -o leaks threads.c -lpthread && ASAN_OPTIONS=detect_leaks=1 ./leaks"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(o.status, 0) << describe(o);
+  EXPECT_NE(o.err.find("LeakSanitizer has encountered a fatal error"), std::string::npos) << describe(o);
 }
 
 TEST_F(Sanitizers, AThreadSanitizerBuildPasses) {
