@@ -40,10 +40,8 @@ void pid_path(char* buf, pid_t pid, const char* leaf) noexcept {
   buf[i] = '\0';
 }
 
-// Bytes read from /proc/<pid>/<leaf> into buf (NUL-terminated), or -1.
-ssize_t read_proc(int proc_fd, pid_t pid, const char* leaf, char* buf, std::size_t size) noexcept {
-  char path[48];
-  pid_path(path, pid, leaf);
+// Bytes read from `path` under proc_fd into buf (NUL-terminated), or -1.
+ssize_t read_at(int proc_fd, const char* path, char* buf, std::size_t size) noexcept {
   int fd = ::openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   ssize_t n = ::read(fd, buf, size - 1);
@@ -51,6 +49,13 @@ ssize_t read_proc(int proc_fd, pid_t pid, const char* leaf, char* buf, std::size
   if (n < 0) return -1;
   buf[n] = '\0';
   return n;
+}
+
+// The same of /proc/<pid>/<leaf>.
+ssize_t read_proc(int proc_fd, pid_t pid, const char* leaf, char* buf, std::size_t size) noexcept {
+  char path[48];
+  pid_path(path, pid, leaf);
+  return read_at(proc_fd, path, buf, size);
 }
 
 std::uint32_t count_fds(int proc_fd, pid_t pid) noexcept {
@@ -276,69 +281,52 @@ std::uint64_t resident(int proc_fd, pid_t pid) noexcept {
 
 namespace {
 
+// The first line of `text` that starts with `prefix`, or nullptr.
+const char* line_starting(const char* text, const char* prefix) noexcept {
+  for (const char* line = text; *line != '\0';) {
+    const char* p = line;
+    const char* q = prefix;
+    while (*q != '\0' && *p == *q) ++p, ++q;
+    if (*q == '\0') return line;
+    while (*line != '\n' && *line != '\0') ++line;
+    if (*line == '\n') ++line;
+  }
+  return nullptr;
+}
+
+bool ends_token(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\0';
+}
+
+// Past the token at p and the one space after it.
+const char* next_token(const char* p) noexcept {
+  while (!ends_token(*p)) ++p;
+  return *p == ' ' ? p + 1 : p;
+}
+
 // The value under `column` in /proc/net/snmp's pair of lines for `table`
-// ("Ip:" header line, then "Ip:" values), or 0.
+// ("Ip: Forwarding ... OutNoRoutes ..." then "Ip: 1 ... 3 ..."), or 0.
 std::uint64_t snmp_value(const char* text, const char* table, const char* column) noexcept {
-  const auto starts = [](const char* p, const char* word) {
-    while (*word != '\0')
-      if (*p++ != *word++) return false;
-    return true;
-  };
-  const char* header = nullptr;
-  for (const char* p = text; *p != '\0';) {
-    if (starts(p, table)) {
-      if (header == nullptr) {
-        header = p;
-      } else {
-        // Walk both lines token by token.
-        const char* h = header;
-        const char* v = p;
-        for (;;) {
-          while (*h != ' ' && *h != '\n' && *h != '\0') ++h;
-          while (*v != ' ' && *v != '\n' && *v != '\0') ++v;
-          if (*h != ' ' || *v != ' ') return 0;
-          ++h;
-          ++v;
-          if (starts(h, column) && (h[0] != '\0')) {
-            const char* end = h;
-            while (*end != ' ' && *end != '\n' && *end != '\0') ++end;
-            std::size_t len = 0;
-            while (column[len] != '\0') ++len;
-            if (static_cast<std::size_t>(end - h) == len) return parse_u64(v);
-          }
-        }
-      }
-    }
-    while (*p != '\n' && *p != '\0') ++p;
-    if (*p == '\n') ++p;
+  const char* header = line_starting(text, table);
+  const char* values = header == nullptr ? nullptr : line_starting(next_token(header), table);
+  if (values == nullptr) return 0;
+  for (const char *h = next_token(header), *v = next_token(values); !ends_token(*h) && !ends_token(*v);
+       h = next_token(h), v = next_token(v)) {
+    const char* c = column;
+    const char* p = h;
+    while (*c != '\0' && *p == *c) ++p, ++c;
+    if (*c == '\0' && ends_token(*p)) return parse_u64(v);
   }
   return 0;
 }
 
 // "Ip6OutNoRoutes   3" in /proc/net/snmp6.
 std::uint64_t snmp6_value(const char* text, const char* name) noexcept {
-  for (const char* p = text; *p != '\0';) {
-    const char* q = p;
-    const char* n = name;
-    while (*n != '\0' && *q == *n) {
-      ++q;
-      ++n;
-    }
-    if (*n == '\0' && (*q == ' ' || *q == '\t')) return parse_u64(q);
-    while (*p != '\n' && *p != '\0') ++p;
-    if (*p == '\n') ++p;
-  }
-  return 0;
-}
-
-std::uint64_t read_counter_file(int proc, const char* path, char* buf, std::size_t size) noexcept {
-  int fd = ::openat(proc, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = ::read(fd, buf, size - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  return static_cast<std::uint64_t>(n);
+  const char* line = line_starting(text, name);
+  if (line == nullptr) return 0;
+  const char* p = line;
+  while (*name != '\0') ++p, ++name;
+  return ends_token(*p) ? parse_u64(p) : 0;
 }
 
 }  // namespace
@@ -348,10 +336,8 @@ void read_network_counters(Watch& w) noexcept {
   if (!w.count_network || proc < 0) return;
   char buf[8192];
   std::uint64_t total = 0;
-  if (read_counter_file(proc, "self/net/snmp", buf, sizeof buf) > 0)
-    total += snmp_value(buf, "Ip:", "OutNoRoutes");
-  if (read_counter_file(proc, "self/net/snmp6", buf, sizeof buf) > 0)
-    total += snmp6_value(buf, "Ip6OutNoRoutes");
+  if (read_at(proc, "self/net/snmp", buf, sizeof buf) > 0) total += snmp_value(buf, "Ip:", "OutNoRoutes");
+  if (read_at(proc, "self/net/snmp6", buf, sizeof buf) > 0) total += snmp6_value(buf, "Ip6OutNoRoutes");
   w.evidence.net_no_route = total;
 }
 

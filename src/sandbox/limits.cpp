@@ -34,7 +34,9 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
   s.processes_allowed = config.limits.processes.value_or(rlimits::kDefaultProcesses);
   s.clock_ticks = ::sysconf(_SC_CLK_TCK);
 #if defined(__x86_64__)
-  s.seals_memfd = exit_watch::kernel_seals_memfd();
+  // Probed once a process: the kernel does not change under it.
+  static const bool kernel_seals = exit_watch::kernel_seals_memfd();
+  s.seals_memfd = kernel_seals;
 #endif
   if (config.containment.kind == Containment::Kind::supplied) {
     if (auto ok = cgroup::check_supplied(config.containment.cgroup_fd); !ok) return std::move(ok).error();

@@ -17,7 +17,7 @@ namespace chock::workspace::fs {
 
 namespace {
 
-Expected<void> write_all(int fd, const std::string& content, const std::string& path) {
+Expected<void> write_all(int fd, std::string_view content, const std::string& path) {
   const char* p = content.data();
   std::size_t left = content.size();
   while (left > 0) {
@@ -57,12 +57,7 @@ Expected<void> copy_by_hand(int in, int out, off_t left, const std::string& to) 
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("copy: read for", to);
     if (n == 0) break;
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return sys_error("copy", to);
-      done += w;
-    }
+    if (auto w = write_all(out, std::string_view(buf, static_cast<std::size_t>(n)), to); !w) return w;
     left -= n;
   }
   return {};
