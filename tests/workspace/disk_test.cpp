@@ -1,5 +1,6 @@
 // A call cannot fill the disk its workspace is on. The data and state
-// directories live on a small tmpfs the test mounts (size= and nr_inodes=);
+// directories live on a small tmpfs (size= and nr_inodes=): mounted by the
+// test as root, and by as-user.sh for the unprivileged run (CHOCK_TEST_SMALL_FS);
 // a call writing a big file and one making many empty files are each stopped
 // and named before the file system is full, the session log verifies, and
 // the next call runs.
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "support.hpp"
@@ -18,16 +20,31 @@ namespace {
 class Disk : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!running_as_root()) GTEST_SKIP() << "mounting the small tmpfs this test needs takes root";
-    small_ = dir_.path() + "/small";
-    ASSERT_EQ(::mkdir(small_.c_str(), 0755), 0);
-    ASSERT_EQ(::mount("tmpfs", small_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,nr_inodes=4000"), 0)
-        << std::strerror(errno);
-    mounted_ = true;
+    const char* given = std::getenv("CHOCK_TEST_SMALL_FS");
+    if (given != nullptr && *given != '\0') {
+      // One file system for every test of the run: each starts with it empty.
+      small_ = given;
+      ASSERT_FALSE(exists(small_ + "/data")) << "a previous test left its files on " << small_;
+    } else {
+      if (!running_as_root())
+        GTEST_SKIP() << "the small tmpfs this test needs is mounted by root (as-user.sh does it for the "
+                        "unprivileged run; set CHOCK_TEST_SMALL_FS to a small file system of yours)";
+      small_ = dir_.path() + "/small";
+      ASSERT_EQ(::mkdir(small_.c_str(), 0755), 0);
+      ASSERT_EQ(::mount("tmpfs", small_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,nr_inodes=4000"),
+                0)
+          << std::strerror(errno);
+      mounted_ = true;
+    }
     f.init_plain();
   }
   void TearDown() override {
-    if (mounted_) ::umount2(small_.c_str(), MNT_DETACH);
+    if (mounted_) {
+      ::umount2(small_.c_str(), MNT_DETACH);
+    } else if (!small_.empty()) {
+      remove_tree(small_ + "/data");
+      remove_tree(small_ + "/state");
+    }
   }
   Output run(const std::string& script) const {
     RunOptions o;
