@@ -74,6 +74,16 @@ struct DiskGuard {
   std::uint64_t cap_bytes = 0;     // blocks the call may add to its use
   std::uint64_t floor_bytes = 0;   // free space that must remain
   std::uint64_t floor_inodes = 0;  // free inodes that must remain (0: not checked)
+
+  // The guard of a file system of `size_bytes` and `inodes` (0: it counts
+  // none): floors of 1 GiB and 10,000 inodes, or a tenth of a smaller one.
+  static DiskGuard for_file_system(std::string path, std::uint64_t cap_bytes, std::uint64_t size_bytes,
+                                   std::uint64_t inodes);
+  // A call starts only while this much of each floor is free: the guard
+  // polls, so a stopped call overshoots the floor by what it wrote in a
+  // few milliseconds, and the next call must still have room to run.
+  [[nodiscard]] std::uint64_t start_bytes() const { return floor_bytes / 4; }
+  [[nodiscard]] std::uint64_t start_inodes() const { return floor_inodes / 4; }
 };
 
 // Who owns the cgroup the call runs in.

@@ -9,7 +9,8 @@
 //   tree/               git: the checkout, bound read-write at the project's path
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
 //   git/common/         git: a private common dir: a config Chock generates,
-//                       the session's objects, and relative links into view/
+//                       the session's objects, its own refs/ and
+//                       packed-refs, and relative links into view/
 //   git/view/           git: what the call's git sees of the repository,
 //                       written by Chock (git_view.cpp): packed-refs of the
 //                       branches and tags, HEAD, shallow, info/; with a
@@ -25,13 +26,15 @@
 // /run/chock/git/common, the admin dir at /run/chock/git/admin, and the tree
 // at the project's path; its `.git` file says `gitdir: /run/chock/git/admin`.
 // Every other link is relative (admin/commondir is `../common`, the session's
-// objects/info/alternates is `../../repo/objects`, common/refs is
-// `../view/refs`), so the same files work on the host, where git/repo is a
+// objects/info/alternates is `../../repo/objects`, common/HEAD is
+// `../view/HEAD`), so the same files work on the host, where git/repo is a
 // symlink to the real common dir. Consequences:
 //  - nothing the call does writes into the real .git: a new object lands in
 //    the session's own object directory, HEAD, index and reflog in the admin
-//    dir; a branch or a tag is refused (read-only file system). All of this is
-//    in files, so it survives `env -i git commit`.
+//    dir, a branch, tag, stash or note in the session's refs (seeded with the
+//    real branches and tags, which follow the repository at each call where
+//    the session left them alone: session_refs.hpp). All of this is in files,
+//    so it survives `env -i git commit`.
 //  - the real config, index, reflogs, stash and other worktrees are not in
 //    the tree at all: the call's config keeps the repository format, user.*,
 //    core's layout keys and the remotes with URLs stripped of userinfo and
@@ -246,5 +249,16 @@ Expected<std::vector<SessionInfo>> list();
 // session parks its commits at refs/chock/<id> first, so no commit is lost.
 // Returns what was done, for the person.
 Expected<std::string> remove(const std::string& id, bool force);
+
+// The end of a session of one call (`chock run` without --session): it is
+// removed when it holds nothing to keep (git: no commit that is not applied;
+// overlay: no change), else kept. Never removes work, and keeps the session
+// when another call holds it or its work cannot be counted.
+struct Ending {
+  bool removed = false;
+  std::uint64_t pending = 0;  // what it keeps: commits (git) or changed paths (overlay)
+  std::string problem;        // why it is kept although nothing could be counted
+};
+Expected<Ending> remove_if_empty(const std::string& id);
 
 }  // namespace chock::workspace

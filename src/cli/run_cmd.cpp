@@ -18,6 +18,7 @@
 #include "chock/sandbox.hpp"
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/jit_fallback.hpp"
 #include "cli/layer_flags.hpp"
 #include "cli/outcome.hpp"
 #include "cli/terminal.hpp"
@@ -34,6 +35,7 @@ struct RunOptions {
   std::string project;
   std::string session;
   bool allow_dirty = false;
+  bool keep = false;  // a new session stays even when its call leaves nothing
   std::vector<std::string> deny;
   std::string net;  // empty: the project's .network, else none
   double timeout_seconds = 0;
@@ -112,29 +114,23 @@ class Events {
 };
 
 // The disk guard of a call whose workspace is in `dir`: what it may write
-// (.limits.disk) and the floors its file system keeps, 1 GiB and 10,000
-// inodes, or a tenth of a smaller file system. A call starts while half of
-// each floor is left (a call stopped at a floor leaves the next one room to
-// run); under that it is refused.
+// (.limits.disk) and the floors its file system keeps. Under the room a
+// call needs to start, it is refused.
 Expected<DiskGuard> disk_guard(const std::string& dir, std::uint64_t cap) {
   struct statvfs v {};
   if (::statvfs(dir.c_str(), &v) != 0) return sys_error("statvfs, for the disk limit", dir);
-  DiskGuard g;
-  g.path = dir;
-  g.cap_bytes = cap;
-  const std::uint64_t size = static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize;
-  g.floor_bytes = std::min<std::uint64_t>(1ULL << 30, size / 10) >> 20 << 20;  // whole MiB
-  g.floor_inodes = v.f_files == 0 ? 0 : std::min<std::uint64_t>(10000, v.f_files / 10);
+  DiskGuard g =
+      DiskGuard::for_file_system(dir, cap, static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize, v.f_files);
   const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
-  if (free_bytes < g.floor_bytes / 2)
+  if (free_bytes < g.start_bytes())
     return Error{"the file system of " + dir + " has " + format_size(free_bytes / 4096 * 4096) +
-                     " free, under the " + format_size(g.floor_bytes / 2) +
-                     " a call needs to start: make room there first (chock workspace clear)",
+                     " free, under the " + format_size(g.start_bytes()) +
+                     " a call needs to start: make room there first (chock workspace prune)",
                  "", ENOSPC};
-  if (g.floor_inodes > 0 && v.f_favail < g.floor_inodes / 2)
+  if (g.floor_inodes > 0 && v.f_favail < g.start_inodes())
     return Error{"the file system of " + dir + " has " + std::to_string(v.f_favail) +
-                     " free inodes, under the " + std::to_string(g.floor_inodes / 2) +
-                     " a call needs to start: make room there first (chock workspace clear)",
+                     " free inodes, under the " + std::to_string(g.start_inodes()) +
+                     " a call needs to start: make room there first (chock workspace prune)",
                  "", ENOSPC};
   return g;
 }
@@ -150,6 +146,40 @@ std::string seconds_text(double seconds) {
     std::snprintf(buf, sizeof buf, "%g s", seconds);
   return buf;
 }
+
+// The end of a session of one call: removed when it left nothing to keep,
+// else kept with a line that says what it holds and how to get it back.
+void end_one_call(const workspace::Session& s) {
+  auto end = workspace::remove_if_empty(s.id);
+  if (!end) {
+    std::fprintf(stderr, "chock: session %s kept: %s\n", s.id.c_str(),
+                 printable(end.error().message()).c_str());
+    return;
+  }
+  if (end->removed) {
+    if (auto log = log::SessionLog::open(s.project, s.id); log)
+      (void)log->append(log::event::kSessionEnd, {{"removed", true}, {"reason", "nothing to keep"}});
+    std::fprintf(stderr, "chock: session %s removed: its call left %s (--keep keeps a session)\n",
+                 s.id.c_str(), s.kind == workspace::Kind::git ? "no commit" : "no change");
+    return;
+  }
+  if (!end->problem.empty()) {
+    std::fprintf(stderr, "chock: session %s kept: %s\n", s.id.c_str(), printable(end->problem).c_str());
+  } else if (s.kind == workspace::Kind::git) {
+    std::fprintf(stderr,
+                 "chock: session %s kept: %llu commit(s) not applied; `chock apply %s` applies them, "
+                 "--session %s continues it\n",
+                 s.id.c_str(), static_cast<unsigned long long>(end->pending), s.id.c_str(), s.id.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "chock: session %s kept: %llu changed path(s); `chock workspace adopt %s` copies them out, "
+                 "--session %s continues it\n",
+                 s.id.c_str(), static_cast<unsigned long long>(end->pending), s.id.c_str(), s.id.c_str());
+  }
+}
+
+int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
+                    const std::string& start, Network network, const policy::Answer& jit);
 
 int run(const RunOptions& o) {
   std::string start = current_dir();
@@ -174,35 +204,48 @@ int run(const RunOptions& o) {
     if (std::find(open.deny.begin(), open.deny.end(), path) == open.deny.end()) open.deny.push_back(path);
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
-  workspace::Session& s = opened->session;
-  for (const auto& note : opened->notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
-  config::EffectiveLimits limits = layers->limits();
+  const int status = call_in_session(o, *layers, *opened, start, *network, jit);
+  if (opened->created && !o.keep) {
+    const workspace::Session s = opened->session;
+    opened->lock = workspace::SessionLock();  // the removal takes it again
+    end_one_call(s);
+  }
+  return status;
+}
+
+int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
+                    const std::string& start, Network network, const policy::Answer& jit) {
+  workspace::Session& s = opened.session;
+  for (const auto& note : opened.notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
+  config::EffectiveLimits limits = layers.limits();
   Events events(s.project, s.id);
-  if (opened->created) {
-    std::fprintf(stderr, "chock: session %s (%s workspace of %s); continue it with --session %s\n",
-                 s.id.c_str(), s.kind == workspace::Kind::git ? "git worktree" : "overlay",
-                 printable(s.project).c_str(), s.id.c_str());
+  if (opened.created) {
+    const std::string lasts = o.keep ? "continue it with --session " + s.id
+                                     : std::string("a session of one call: kept only if it leaves work");
+    std::fprintf(stderr, "chock: session %s (%s workspace of %s); %s\n", s.id.c_str(),
+                 s.kind == workspace::Kind::git ? "git worktree" : "overlay", printable(s.project).c_str(),
+                 lasts.c_str());
     // Said once, when the session is made: the ceiling holds on every call.
     for (const auto& notice : limits.notices) std::fprintf(stderr, "chock: %s\n", notice.c_str());
     events.add("session.start", {{"project", s.project}, {"kind", workspace::kind_name(s.kind)}});
   }
   nlohmann::json cli_rules = nlohmann::json::array();
-  for (const auto& r : layers->command_line) cli_rules.push_back(r.origin);
+  for (const auto& r : layers.command_line) cli_rules.push_back(r.origin);
   events.add("session.config",
-             {{"chock_zon", layers->project.path.empty() ? nlohmann::json(nullptr)
-                                                         : nlohmann::json(sha256_hex(layers->project.bytes))},
+             {{"chock_zon", layers.project.path.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(sha256_hex(layers.project.bytes))},
               {"allow_dirty", o.allow_dirty},
               {"policy_rules", cli_rules},
               {"limit_notices", limits.notices}});
   events.add("workspace.open", {{"kind", workspace::kind_name(s.kind)},
-                                {"created", opened->created},
+                                {"created", opened.created},
                                 {"base", s.base},
                                 {"deny", s.deny}});
 
   Config config;
   config.argv = o.argv;
   config.env = call_environment();
-  config.network = *network;
+  config.network = network;
   config.allow_jit = jit.decision == policy::Decision::allow;
   config.limits.processes = limits.processes;
   config.limits.memory_bytes = limits.memory_bytes;
@@ -221,6 +264,10 @@ int run(const RunOptions& o) {
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
   if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
+  // git grep inside a git workspace; a preload costs every exec some 80 us, so only there.
+  if (!config.allow_jit && s.kind == workspace::Kind::git) {
+    if (auto r = add_pcre2_without_jit(config); !r) return refuse(r.error(), o.result_file);
+  }
   if (config.allow_jit)
     std::fprintf(
         stderr,
@@ -264,6 +311,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--project", o->project, "The project (default: the current directory)");
   cmd->add_option("--session", o->session, "Run in this session's workspace (default: a new session)");
   cmd->add_flag("--allow-dirty", o->allow_dirty, "Carry uncommitted work into a new git workspace");
+  cmd->add_flag("--keep", o->keep,
+                "Keep the new session for more calls even if this call leaves nothing (default: a session "
+                "of one call, removed when it leaves no commit or change)");
   cmd->add_option("--deny", o->deny, "A project file to cover with the deny notice (repeatable)")
       ->type_size(1)
       ->expected(1)

@@ -1,8 +1,13 @@
-// chock workspace list | remove SESSION [--force] | clear [--force] | adopt SESSION
+// chock workspace list | remove SESSION [--force] [--keep-log] | clear [--force] [--keep-log]
+//                | prune [--older-than DAYS] | adopt SESSION
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <limits>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "chock/workspace.hpp"
@@ -17,6 +22,8 @@ namespace {
 struct WorkspaceOptions {
   std::string session;
   bool force = false;
+  bool keep_log = false;
+  double older_than_days = 0;
 };
 
 std::string human_size(std::uint64_t bytes) {
@@ -37,10 +44,29 @@ int report_error(const Error& e) {
   return 1;
 }
 
+// "2026-12-04 13:24", local time; "-" for never.
+std::string when(std::int64_t unix_seconds) {
+  if (unix_seconds <= 0) return "-";
+  const auto t = static_cast<std::time_t>(unix_seconds);
+  std::tm local{};
+  char buf[32];
+  if (::localtime_r(&t, &local) == nullptr || std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &local) == 0)
+    return "?";
+  return buf;
+}
+
+std::int64_t last_use(const workspace::Session& s) {
+  return std::max(s.last_run, s.created);
+}
+
+// Newest use first: the session a person is after is most often the last one.
 int list() {
   auto all = workspace::list();
   if (!all) return report_error(all.error());
-  std::printf("%-10s %-8s %-12s %-14s %-10s %s\n", "SESSION", "KIND", "BASE", "UNAPPLIED", "SIZE", "PROJECT");
+  std::stable_sort(all->begin(), all->end(),
+                   [](const auto& a, const auto& b) { return last_use(a.session) > last_use(b.session); });
+  std::printf("%-10s %-8s %-16s %-16s %-14s %-10s %s\n", "SESSION", "KIND", "MADE", "LAST USED", "UNAPPLIED",
+              "SIZE", "PROJECT");
   for (const auto& info : *all) {
     const auto& s = info.session;
     if (!info.problem.empty() && s.project.empty()) {
@@ -50,27 +76,53 @@ int list() {
     std::string pending = s.kind == workspace::Kind::git ? std::to_string(info.pending) + " commits"
                                                          : std::to_string(info.pending) + " changed";
     if (!info.problem.empty()) pending = "?";
-    std::printf("%-10s %-8s %-12s %-14s %-10s %s\n", s.id.c_str(), workspace::kind_name(s.kind),
-                s.kind == workspace::Kind::git ? s.base.substr(0, 12).c_str() : "-", pending.c_str(),
+    std::printf("%-10s %-8s %-16s %-16s %-14s %-10s %s\n", s.id.c_str(), workspace::kind_name(s.kind),
+                when(s.created).c_str(), when(s.last_run).c_str(), pending.c_str(),
                 human_size(info.size_bytes).c_str(), printable(s.project).c_str());
     if (!info.problem.empty()) std::printf("           problem: %s\n", printable(info.problem).c_str());
   }
   return 0;
 }
 
-// A session ends when its workspace is removed; its log says so last.
-Expected<std::string> remove_and_end(const std::string& id, bool force) {
+// Removes the log files of `id`; the bytes freed. A log that cannot be
+// removed is said, and the removal of the workspace stands.
+std::uint64_t remove_logs_of(const std::string& id) {
+  auto logs = log::list_logs();
+  if (!logs) {
+    std::fprintf(stderr, "chock: warning: %s\n", logs.error().message().c_str());
+    return 0;
+  }
+  std::uint64_t freed = 0;
+  for (const auto& l : *logs) {
+    if (l.session != id) continue;
+    auto gone = log::remove_log(l);
+    if (gone)
+      freed += *gone;
+    else
+      std::fprintf(stderr, "chock: warning: %s\n", gone.error().message().c_str());
+  }
+  return freed;
+}
+
+// A session ends when its workspace is removed: its logs go with it, or,
+// with --keep-log, say so last.
+Expected<std::string> remove_and_end(const std::string& id, bool force, bool keep_log) {
   auto session = workspace::load(id);
   auto done = workspace::remove(id, force);
-  if (done && session) {
+  if (!done) return done;
+  if (!keep_log) {
+    remove_logs_of(id);
+    return *done + " and its log";
+  }
+  if (session) {
     if (auto log = log::SessionLog::open(session->project, id); log)
-      (void)log->append("session.end", {{"removed", true}, {"forced", force}});
+      (void)log->append(log::event::kSessionEnd, {{"removed", true}, {"forced", force}});
   }
   return done;
 }
 
 int remove(const WorkspaceOptions& o) {
-  auto done = remove_and_end(o.session, o.force);
+  auto done = remove_and_end(o.session, o.force, o.keep_log);
   if (!done) return report_error(done.error());
   std::fprintf(stderr, "chock: %s\n", done->c_str());
   return 0;
@@ -81,7 +133,7 @@ int clear(const WorkspaceOptions& o) {
   if (!all) return report_error(all.error());
   int status = 0;
   for (const auto& info : *all) {
-    auto done = remove_and_end(info.session.id, o.force);
+    auto done = remove_and_end(info.session.id, o.force, o.keep_log);
     if (done) {
       std::fprintf(stderr, "chock: %s\n", done->c_str());
     } else {
@@ -89,6 +141,61 @@ int clear(const WorkspaceOptions& o) {
       status = 1;
     }
   }
+  return status;
+}
+
+// Removes what holds nothing any more: sessions whose work is applied or
+// adopted or that made none, unused for longer than --older-than days, and
+// their logs; and the logs of sessions that no longer exist, as old. A
+// session with unapplied work, or whose work cannot be counted, stays.
+int prune(const WorkspaceOptions& o) {
+  // Without --older-than, age does not matter (a file's time can be a tick ahead of time()).
+  const auto cutoff = o.older_than_days > 0 ? static_cast<std::int64_t>(std::time(nullptr)) -
+                                                  static_cast<std::int64_t>(o.older_than_days * 86400)
+                                            : std::numeric_limits<std::int64_t>::max();
+  auto all = workspace::list();
+  if (!all) return report_error(all.error());
+  std::set<std::string> existing;
+  std::uint64_t freed = 0;
+  int removed = 0, kept = 0, status = 0;
+  for (const auto& info : *all) {
+    existing.insert(info.session.id);
+    if (last_use(info.session) > cutoff) continue;
+    if (info.pending > 0 || !info.problem.empty()) {
+      ++kept;
+      continue;
+    }
+    auto done = workspace::remove(info.session.id, false);
+    if (!done) {
+      std::fprintf(stderr, "chock: %s\n", done.error().message().c_str());
+      status = 1;
+      continue;
+    }
+    existing.erase(info.session.id);
+    freed += info.size_bytes + remove_logs_of(info.session.id);
+    ++removed;
+    std::fprintf(stderr, "chock: %s and its log (%s)\n", done->c_str(), human_size(info.size_bytes).c_str());
+  }
+  int logs = 0;
+  if (auto all_logs = log::list_logs(); all_logs) {
+    for (const auto& l : *all_logs) {
+      if (existing.count(l.session) != 0 || l.modified > cutoff) continue;
+      if (auto gone = log::remove_log(l); gone) {
+        freed += *gone;
+        ++logs;
+      } else {
+        std::fprintf(stderr, "chock: %s\n", gone.error().message().c_str());
+        status = 1;
+      }
+    }
+  } else {
+    std::fprintf(stderr, "chock: %s\n", all_logs.error().message().c_str());
+    status = 1;
+  }
+  std::fprintf(stderr,
+               "chock: pruned %d session(s) and %d log(s) of sessions already gone, freeing %s; "
+               "%d session(s) with unapplied work were kept\n",
+               removed, logs, human_size(freed).c_str(), kept);
   return status;
 }
 
@@ -116,15 +223,24 @@ void add_workspace_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<WorkspaceOptions>();
   CLI::App* ws = app.add_subcommand("workspace", "List, remove and adopt sessions' workspaces");
   ws->require_subcommand(1);
-  CLI::App* ls = ws->add_subcommand("list", "Sessions: kind, base commit, unapplied work, size");
+  CLI::App* ls =
+      ws->add_subcommand("list", "Sessions, last used first: kind, when made and used, unapplied work, size");
   ls->callback([&action] { action = [] { return list(); }; });
-  CLI::App* rm = ws->add_subcommand("remove", "Remove a session (refused while work is unapplied)");
+  CLI::App* rm =
+      ws->add_subcommand("remove", "Remove a session and its log (refused while work is unapplied)");
   rm->add_option("session", o->session, "The session")->required();
   rm->add_flag("--force", o->force, "Remove even with unapplied work (git commits stay parked)");
+  rm->add_flag("--keep-log", o->keep_log, "Keep the session's log (it ends with a session.end line)");
   rm->callback([o, &action] { action = [o] { return remove(*o); }; });
-  CLI::App* cl = ws->add_subcommand("clear", "Remove every session without unapplied work");
+  CLI::App* cl = ws->add_subcommand("clear", "Remove every session without unapplied work, and their logs");
   cl->add_flag("--force", o->force, "Remove them all (git commits stay parked)");
+  cl->add_flag("--keep-log", o->keep_log, "Keep the sessions' logs");
   cl->callback([o, &action] { action = [o] { return clear(*o); }; });
+  CLI::App* pr = ws->add_subcommand(
+      "prune", "Remove applied and empty sessions and their logs, and the logs of sessions already gone");
+  pr->add_option("--older-than", o->older_than_days, "Only what was last used more than DAYS ago (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  pr->callback([o, &action] { action = [o] { return prune(*o); }; });
   CLI::App* ad =
       ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
   ad->add_option("session", o->session, "The session")->required();

@@ -142,12 +142,11 @@ Row disk_row() {
   if (!d) return make_row(kDiskRow, Level::degraded, false, d.error().message());
   const std::string& probed = d->probed;
   const struct statvfs& fs = d->fs;
-  const unsigned long long size = static_cast<unsigned long long>(fs.f_blocks) * fs.f_frsize;
-  const unsigned long long floor = std::min(kSpaceFloor, size / 10) >> 20 << 20;
-  const std::string inodes =
-      fs.f_files == 0
-          ? std::string(" (this file system counts no inodes)")
-          : " and " + std::to_string(std::min<unsigned long long>(10000, fs.f_files / 10)) + " inodes";
+  const DiskGuard g = DiskGuard::for_file_system(
+      probed, config::kDefaultDiskBytes, static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize, fs.f_files);
+  const unsigned long long floor = g.floor_bytes;
+  const std::string inodes = g.floor_inodes == 0 ? std::string(" (this file system counts no inodes)")
+                                                 : " and " + std::to_string(g.floor_inodes) + " inodes";
   return make_row(kDiskRow, Level::ok, false,
                   "chock run watches the file system of " + probed +
                       " every 2 to 50 ms: a call is stopped when it "

@@ -396,40 +396,6 @@ Expected<Verification> verify(const std::string& log_path) {
   return v;
 }
 
-Expected<std::string> find_log(const std::string& session) {
-  if (auto valid = workspace::validate_session_id(session); !valid) return std::move(valid).error();
-  auto state = state_dir();
-  if (!state) return std::move(state).error();
-  std::string sessions = *state + "/sessions";
-  std::string file = session + ".jsonl";
-  std::vector<std::string> found;
-  if (DIR* dir = ::opendir(sessions.c_str()); dir != nullptr) {
-    while (dirent* entry = ::readdir(dir)) {
-      std::string name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      struct stat st {};
-      std::string candidate = name;
-      candidate += '/';
-      candidate += file;
-      if (::fstatat(::dirfd(dir), candidate.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-        continue;
-      std::string path = sessions;
-      path += '/';
-      path += candidate;
-      found.push_back(std::move(path));
-    }
-    ::closedir(dir);
-  } else if (errno != ENOENT) {
-    return sys_error("list session logs", sessions);
-  }
-  if (found.empty()) return Error{"no log of session '" + session + "' under " + sessions, "", 0};
-  if (found.size() > 1)
-    return Error{
-        "session '" + session + "' has a log in more than one project folder: " + found[0] + ", " + found[1],
-        "", 0};
-  return found.front();
-}
-
 Expected<void> SessionLog::reserve(std::uint64_t bytes) {
   struct stat st {};
   if (::fstat(file_.get(), &st) != 0) return sys_error("fstat session log", path_);

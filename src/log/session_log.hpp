@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -94,5 +96,19 @@ struct Verification {
 // The path of `session`'s log, whichever project folder it is in; an Error
 // naming the session when there is none (or two).
 [[nodiscard]] Expected<std::string> find_log(const std::string& session);
+
+// One session's log file as found on disk.
+struct LogFile {
+  std::string session;
+  std::string path;       // .../sessions/<project key>/<session>.jsonl
+  std::int64_t modified;  // unix seconds of its last line
+  std::uint64_t bytes;    // the log and its head file
+};
+
+// Every session log under the state directory (none when it does not exist).
+[[nodiscard]] Expected<std::vector<LogFile>> list_logs();
+
+// Removes a log and its head file. Returns the bytes freed.
+[[nodiscard]] Expected<std::uint64_t> remove_log(const LogFile& log);
 
 }  // namespace chock::log

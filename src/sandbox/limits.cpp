@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "sandbox/kill_naming.hpp"
@@ -125,6 +126,16 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
   facts.clock_ticks = s.clock_ticks;
   name_kill(facts, r);
   s.managed.teardown();
+}
+
+DiskGuard DiskGuard::for_file_system(std::string path, std::uint64_t cap_bytes, std::uint64_t size_bytes,
+                                     std::uint64_t inodes) {
+  DiskGuard g;
+  g.path = std::move(path);
+  g.cap_bytes = cap_bytes;
+  g.floor_bytes = std::min<std::uint64_t>(1ULL << 30, size_bytes / 10) >> 20 << 20;  // whole MiB
+  g.floor_inodes = inodes == 0 ? 0 : std::min<std::uint64_t>(10000, inodes / 10);
+  return g;
 }
 
 }  // namespace chock

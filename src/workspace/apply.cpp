@@ -18,6 +18,7 @@
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/session_git.hpp"
+#include "workspace/session_refs.hpp"
 
 namespace chock::workspace {
 
@@ -236,6 +237,17 @@ Expected<void> describe_changes(const Session& s, ApplyPlan& plan) {
   return {};
 }
 
+// Apply takes the commits of the session's HEAD only; its other branches
+// and tags stay in the session, and the person is told which.
+std::string own_refs_line(const Session& s) {
+  auto own = session_refs::own_branches_and_tags(s);
+  if (!own || own->empty()) return {};
+  std::string names;
+  for (const auto& r : *own) names += (names.empty() ? "" : ", ") + printable(r);
+  return "\nthe session also has branches or tags of its own (" + names +
+         "): apply takes only the commits of its HEAD; they stay in the session";
+}
+
 }  // namespace
 
 Expected<Mode> parse_mode(const std::string& name) {
@@ -265,9 +277,10 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   auto commits = session_git::commits(s, *head);
   if (!commits) return std::move(commits).error();
   if (commits->empty()) {
-    return ApplyOutcome{ApplyOutcome::State::nothing,
-                        "session " + id + " has no commit to apply (its HEAD is " + short_id(*head) + ")",
-                        ""};
+    return ApplyOutcome{
+        ApplyOutcome::State::nothing,
+        "session " + id + " has no commit to apply (its HEAD is " + short_id(*head) + ")" + own_refs_line(s),
+        ""};
   }
   if (auto r = session_git::park(s, *head); !r) return std::move(r).error();
 
@@ -338,7 +351,8 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   return ApplyOutcome{ApplyOutcome::State::applied,
                       "applied " + std::to_string(plan.commits.size()) + " commit" +
                           (plan.commits.size() == 1 ? "" : "s") + " of session " + id + " onto " +
-                          printable(plan.branch) + " (" + how + "): now at " + short_id(*result),
+                          printable(plan.branch) + " (" + how + "): now at " + short_id(*result) +
+                          own_refs_line(s),
                       *result};
 }
 

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "workspace/fs.hpp"
+#include "workspace/session_refs.hpp"
 
 namespace chock::workspace::session_git {
 
@@ -69,12 +70,14 @@ Expected<std::string> head(const Session& s) {
   std::string h = git::chomp(*text);
   if (git::is_object_id(h)) return h;
   if (h.rfind("ref: refs/", 0) == 0) {
-    // A branch checked out inside cannot have moved (refs are read-only there).
     std::string ref = h.substr(5);
     auto ok = git::run({"check-ref-format", ref});
     if (!ok) return std::move(ok).error();
     if (ok->ok()) {
-      auto r = git::capture({"rev-parse", "-q", "--verify", ref + "^{commit}"}, env(s),
+      // A branch of the session's own (or moved inside) first, else the repository's.
+      std::string target = ref;
+      if (auto own = session_refs::read(s); own && own->count(ref) != 0) target = own->at(ref);
+      auto r = git::capture({"rev-parse", "-q", "--verify", target + "^{commit}"}, env(s),
                             "resolve the session's HEAD");
       if (r) return git::chomp(*r);
     }

@@ -75,6 +75,27 @@ Expected<std::vector<SessionInfo>> list() {
   return out;
 }
 
+Expected<Ending> remove_if_empty(const std::string& id) {
+  auto loaded = load(id);
+  if (!loaded) return std::move(loaded).error();
+  Session s = std::move(*loaded);
+  Ending end;
+  auto held = lock(s, false);
+  if (!held) {
+    end.problem = "another call holds it";
+    return end;
+  }
+  Pending p = pending_of(s);
+  end.pending = p.count;
+  end.problem = p.problem;
+  if (p.count > 0 || !p.problem.empty()) return end;
+  if (s.kind == Kind::git)
+    (void)git::run({"update-ref", "-d", session_git::parked_ref(s)}, git::repo_env(s.common_dir));
+  if (auto r = fs::remove_tree(s.dir); !r) return std::move(r).error();
+  end.removed = true;
+  return end;
+}
+
 Expected<std::string> remove(const std::string& id, bool force) {
   auto loaded = load(id);
   if (!loaded) return std::move(loaded).error();

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -220,12 +221,17 @@ TEST(Middle, ItsUidNeverAttachesToAMiddleWhileAnotherThreadsCallEnds) {
   Hunter hunter(comm);
   std::atomic<bool> done{false};
   std::atomic<int> failures{0};
+  std::mutex first_lock;
+  std::string first_failure;  // what the first failed call said, for the report
   auto calls = [&] {
     Config c;
     c.argv = {"/bin/true"};
     while (!done.load()) {
       auto r = run(c);
-      if (!r || r->exit_status() != 0) failures.fetch_add(1);
+      if (r && r->exit_status() == 0) continue;
+      failures.fetch_add(1);
+      std::lock_guard<std::mutex> hold(first_lock);
+      if (first_failure.empty()) first_failure = r ? r->to_json() : r.error().message();
     }
   };
   std::thread a(calls);
@@ -240,7 +246,7 @@ TEST(Middle, ItsUidNeverAttachesToAMiddleWhileAnotherThreadsCallEnds) {
   a.join();
   b.join();
   hunter.count(seen, attached);
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(failures.load(), 0) << "the first: " << first_failure;
   EXPECT_EQ(attached, 0) << "attached to " << attached << " of " << seen << " middles tried";
   EXPECT_GE(seen, 150) << "too few middles seen to try";
 }

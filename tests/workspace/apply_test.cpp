@@ -145,7 +145,7 @@ TEST(Apply, RebaseAndSquashModesKeepTheBranchLinear) {
 TEST(Apply, NothingToApplyIsSaidAndChangesNothing) {
   Fixture f;
   f.init_git();
-  Output o = f.run({}, "true");
+  Output o = f.run({"--keep"}, "true");
   std::string id = session_id(o);
   Output apply = f.chock({"apply", id, "--yes"});
   EXPECT_EQ(apply.status, 0) << describe(apply);

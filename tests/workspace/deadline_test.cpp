@@ -44,7 +44,7 @@ TEST(Deadline, WithoutOneTheCallGetsChocksDefault) {
 TEST(Deadline, ASecondCallOnTheSessionSaysWhatItWaitsFor) {
   Fixture f;
   f.init_plain();
-  Output first = f.run({}, "true");
+  Output first = f.run({"--keep"}, "true");
   ASSERT_EQ(first.status, 0) << describe(first);
   std::string id = session_id(first);
   RunOptions o;

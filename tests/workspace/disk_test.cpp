@@ -4,9 +4,11 @@
 // a call writing a big file and one making many empty files are each stopped
 // and named before the file system is full, the session log verifies, and
 // the next call runs.
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -100,6 +102,29 @@ TEST_F(Disk, ManyEmptyFilesAreStoppedBeforeTheInodesRunOut) {
   EXPECT_GT(now().f_favail, 0U) << "the inodes ran out";
   const Output v = verify(session_id(o));
   EXPECT_EQ(v.status, 0) << describe(v);
+  expect_next_call_runs();
+}
+
+// Under a quarter of the floor free, a call is refused before it starts,
+// and told where to make room; with room made, the next call runs.
+TEST_F(Disk, ACallIsRefusedWhenTooLittleIsFreeToStart) {
+  const struct statvfs v = now();
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
+  const std::string filler = small_ + "/data/filler";
+  ASSERT_EQ(::mkdir((small_ + "/data").c_str(), 0755), 0);
+  // The floor of this 256 MiB file system is 25 MiB; leave 4 MiB, under its quarter.
+  const int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - (4ULL << 20))), 0);
+  ::close(fd);
+  const Output o = run("echo ran");
+  EXPECT_EQ(o.status, 125) << describe(o);
+  EXPECT_EQ(o.out, "") << describe(o);
+  EXPECT_NE(o.err.find(" free, under the 6400 KiB a call needs to start: make room there first "
+                       "(chock workspace prune)"),
+            std::string::npos)
+      << describe(o);
+  ASSERT_EQ(::unlink(filler.c_str()), 0);
   expect_next_call_runs();
 }
 

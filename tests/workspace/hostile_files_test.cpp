@@ -237,16 +237,41 @@ TEST(HostileFiles, ALinkTheCallPutInItsGitDirsLeadsNoHostSideWriteAway) {
   TempDir outside("chock-outside");
   write_file(outside / "kept", "outside\n");
   f.init_git();
-  Output o = f.run({}, "rm /run/chock/git/common/refs && ln -s " + outside.path() +
-                           " /run/chock/git/common/refs && rm /run/chock/git/common/info && mkdir "
-                           "/run/chock/git/common/info && ln -s " +
-                           outside.path() + " /run/chock/git/common/info/exclude");
+  Output o =
+      f.run({"--keep"}, "rm -rf /run/chock/git/common/refs && ln -s " + outside.path() +
+                            " /run/chock/git/common/refs && rm /run/chock/git/common/info && mkdir "
+                            "/run/chock/git/common/info && ln -s " +
+                            outside.path() +
+                            " /run/chock/git/common/info/exclude && rm /run/chock/git/common/packed-refs && "
+                            "ln -s " +
+                            outside.path() + "/kept /run/chock/git/common/packed-refs");
   ASSERT_EQ(o.status, 0) << describe(o);
   Output next = f.run({"--session", session_id(o)}, "git log -1 --format=%s && git branch --list main");
   EXPECT_EQ(next.status, 0) << describe(next);
   EXPECT_NE(next.out.find("initial\n  main\n"), std::string::npos) << describe(next);
   EXPECT_EQ(read_file(outside / "kept"), "outside\n");
   EXPECT_EQ(snapshot(outside.path()).size(), 1U);
+}
+
+// The session's own refs are read by Chock on the host: a FIFO there would
+// block a reader, a link would lead it away. Neither does.
+TEST(HostileFiles, AFifoOrALinkAmongTheSessionsRefsIsNotReadOrFollowed) {
+  Fixture f;
+  TempDir outside("chock-outside");
+  write_file(outside / "ref", "0123456789012345678901234567890123456789\n");
+  f.init_git();
+  Output o =
+      f.run({"--keep"}, "mkfifo /run/chock/git/common/refs/heads/fifo && ln -s " + outside.path() +
+                            "/ref /run/chock/git/common/refs/heads/link && git commit -q --allow-empty -m w");
+  ASSERT_EQ(o.status, 0) << describe(o);
+  // (git inside would block on the FIFO itself: the call's own doing, and only its own.)
+  Output next = f.run({"--session", session_id(o)}, "true");
+  EXPECT_EQ(next.status, 0) << describe(next);
+  Output apply = f.chock({"apply", session_id(o), "--yes"});
+  EXPECT_EQ(apply.status, 0) << describe(apply);
+  EXPECT_EQ(apply.err.find("link"), std::string::npos)
+      << "a linked ref was read as the session's: " << apply.err;
+  EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "w");
 }
 
 }  // namespace

@@ -23,41 +23,10 @@ void init_with(Fixture& f, const std::string& zon, bool with_attack = false) {
   if (!zon.empty() || with_attack) f.commit_all("configure");
 }
 
-// The session's log: one project folder under the state directory holds it.
-std::string log_path(const Fixture& f, const std::string& id) {
-  std::string root = f.state() + "/chock/sessions";
-  DIR* d = ::opendir(root.c_str());
-  std::string found;
-  while (d != nullptr && found.empty()) {
-    dirent* e = ::readdir(d);
-    if (e == nullptr) break;
-    std::string path = root + "/" + e->d_name + "/" + id + ".jsonl";
-    if (exists(path)) found = path;
-  }
-  if (d != nullptr) ::closedir(d);
-  return found;
-}
-
-std::vector<std::string> log_lines(const Fixture& f, const std::string& id) {
-  std::vector<std::string> lines;
-  std::string path = log_path(f, id);
-  if (path.empty()) return lines;
-  std::istringstream in(read_file(path));
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool has_event(const std::vector<std::string>& lines, const std::string& event, const std::string& also) {
-  for (const auto& l : lines)
-    if (l.find("\"event\":\"" + event + "\"") != std::string::npos && l.find(also) != std::string::npos)
-      return true;
-  return false;
-}
-
 TEST(Policy, JitAllowLetsAnRwxPageThroughAndSaysSo) {
   Fixture f;
   init_with(f, kJitAllow, true);
-  Output o = f.chock({"run", "--", "./attack", "rwx_page_runs"});
+  Output o = f.chock({"run", "--keep", "--", "./attack", "rwx_page_runs"});
   EXPECT_EQ(o.status, 0) << describe(o);
   EXPECT_NE(o.err.find("write-xor-execute is OFF"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("chock.zon:1:"), std::string::npos) << "the warning names the rule: " << o.err;
@@ -216,7 +185,8 @@ TEST(Policy, LimitsFromChockZonReachTheCallAndTheBundleHoldsThemOnce) {
   TempDir org("chock-org");
   write_file(org / "bundle.zon", ".{ .limits = .{ .processes = 40 } }\n");
   std::string result = f.data() + "/result.json";
-  Output first = f.chock({"run", "--org-bundle", org / "bundle.zon", "--result", result, "--", "true"});
+  Output first =
+      f.chock({"run", "--keep", "--org-bundle", org / "bundle.zon", "--result", result, "--", "true"});
   ASSERT_EQ(first.status, 0) << describe(first);
   EXPECT_NE(first.err.find("bundle holds it to 40"), std::string::npos) << first.err;
   std::string json = read_file(result);
@@ -237,8 +207,8 @@ TEST(Policy, LimitsFromChockZonReachTheCallAndTheBundleHoldsThemOnce) {
 TEST(Policy, ChockZonIsReadOnlyInsideAGitWorkspace) {
   Fixture f;
   init_with(f, ".{ .network = .none }\n");
-  Output o =
-      f.run({}, "echo '// more' >> chock.zon; mv chock.zon moved; cat chock.zon; echo other > other.txt");
+  Output o = f.run({"--keep"},
+                   "echo '// more' >> chock.zon; mv chock.zon moved; cat chock.zon; echo other > other.txt");
   EXPECT_EQ(o.status, 0) << describe(o);
   EXPECT_NE(o.err.find("chock.zon: Read-only file system"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("Device or resource busy"), std::string::npos) << o.err;
@@ -250,7 +220,7 @@ TEST(Policy, ChockZonIsReadOnlyInsideAGitWorkspace) {
 TEST(Policy, TheSessionLogChainFindsAnEditedOrRemovedLine) {
   Fixture f;
   init_with(f, "");
-  Output o = f.run({}, "true");
+  Output o = f.run({"--keep"}, "true");
   ASSERT_EQ(o.status, 0) << describe(o);
   std::string id = session_id(o);
   ASSERT_EQ(f.chock({"run", "--session", id, "--", "true"}).status, 0);

@@ -19,10 +19,16 @@ TEST(Readme, TheMainJobRunsOnTheSampleProject) {
   git_ok(f.project(), {"init", "-q", "-b", "main"});
   f.commit_all("greeter");
 
-  Output test = f.chock({"run", "--", "make", "test"});
+  Output once = f.chock({"run", "--", "make", "test"});
+  ASSERT_EQ(once.status, 0) << describe(once);
+  EXPECT_NE(once.out.find("greet_test: ok"), std::string::npos) << once.out;
+  EXPECT_NE(once.err.find("chock: session " + session_id(once) + " removed: its call left no commit"),
+            std::string::npos)
+      << describe(once);
+  Output test = f.chock({"run", "--keep", "--", "make", "test"});
   ASSERT_EQ(test.status, 0) << describe(test);
-  EXPECT_NE(test.out.find("greet_test: ok"), std::string::npos) << test.out;
   std::string id = session_id(test);
+  EXPECT_NE(test.err.find("continue it with --session " + id), std::string::npos) << describe(test);
   EXPECT_FALSE(exists(f.file("greet_test"))) << "the build reached the project";
 
   Output change =
@@ -33,6 +39,9 @@ TEST(Readme, TheMainJobRunsOnTheSampleProject) {
   ASSERT_EQ(apply.status, 0) << describe(apply);
   EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "Say hi");
   EXPECT_NE(read_file(f.file("greet.c")).find("Hi, %s!"), std::string::npos);
+  Output prune = f.chock({"workspace", "prune"});
+  EXPECT_EQ(prune.status, 0) << describe(prune);
+  EXPECT_NE(prune.err.find("pruned 1 session(s)"), std::string::npos) << describe(prune);
 }
 
 }  // namespace

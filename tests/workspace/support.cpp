@@ -162,4 +162,35 @@ std::string describe(const Output& o) {
   return s.str();
 }
 
+// The session's log: one project folder under the state directory holds it.
+std::string log_path(const Fixture& f, const std::string& id) {
+  std::string root = f.state() + "/chock/sessions";
+  DIR* d = ::opendir(root.c_str());
+  std::string found;
+  while (d != nullptr && found.empty()) {
+    dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    std::string path = root + "/" + e->d_name + "/" + id + ".jsonl";
+    if (exists(path)) found = path;
+  }
+  if (d != nullptr) ::closedir(d);
+  return found;
+}
+
+std::vector<std::string> log_lines(const Fixture& f, const std::string& id) {
+  std::vector<std::string> lines;
+  std::string path = log_path(f, id);
+  if (path.empty()) return lines;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool has_event(const std::vector<std::string>& lines, const std::string& event, const std::string& also) {
+  for (const auto& l : lines)
+    if (l.find("\"event\":\"" + event + "\"") != std::string::npos && l.find(also) != std::string::npos)
+      return true;
+  return false;
+}
+
 }  // namespace chock::test::ws

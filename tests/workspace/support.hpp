@@ -56,5 +56,10 @@ std::vector<std::string> files_containing(const std::string& dir, const std::str
 // Path -> bytes of every regular file below `dir` and the target of every link.
 std::map<std::string, std::string> snapshot(const std::string& dir);
 std::string describe(const Output& o);
+// The session's log file ("" when there is none) and its lines.
+std::string log_path(const Fixture& f, const std::string& id);
+std::vector<std::string> log_lines(const Fixture& f, const std::string& id);
+// Whether a line of `lines` is the event `event` and contains `also`.
+bool has_event(const std::vector<std::string>& lines, const std::string& event, const std::string& also);
 
 }  // namespace chock::test::ws

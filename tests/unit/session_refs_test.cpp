@@ -1,0 +1,101 @@
+// The refs a git session keeps of its own, as the host reads them: hostile
+// files parsed line by line, and the three-way merge that brings the real
+// branches up to date where the session left them alone.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "process.hpp"
+#include "workspace/session_refs.hpp"
+
+namespace chock::workspace::session_refs {
+namespace {
+
+const std::string kA(40, 'a'), kB(40, 'b'), kC(40, 'c'), kD(40, 'd');
+
+TEST(SessionRefs, RefNamesFromASessionAreCheckedBeforeUse) {
+  EXPECT_TRUE(is_ref_name("refs/heads/main"));
+  EXPECT_TRUE(is_ref_name("refs/tags/v1.2"));
+  EXPECT_TRUE(is_ref_name("refs/heads/feature/x-y_z"));
+  for (const char* bad : {"HEAD", "refs/heads/a..b", "refs/heads/x.lock", "refs/heads/.hidden",
+                          "refs/heads/a b", "refs/heads/a\nb", "refs/heads/a\x1b[31m", "refs/heads/a~1",
+                          "refs/heads/a^", "refs/heads/a:b", "refs/heads/a*", "refs/heads/", "refs//heads/x",
+                          "refs/heads/x@{0}", "refs/heads/a\\b", "refs/heads/x.", "../../etc/passwd"})
+    EXPECT_FALSE(is_ref_name(bad)) << bad;
+}
+
+TEST(SessionRefs, PackedRefsKeepOnlyWellFormedLines) {
+  const std::string text = "# pack-refs with: peeled fully-peeled sorted \n" + kA + " refs/heads/main\n^" +
+                           kB + "\n" + kC + " refs/tags/v1\n" + "zz refs/heads/bad-id\n" + kD +
+                           " refs/heads/bad name\n" + kD + "\n" + kA + " HEAD\n" + kB + " refs/heads/last";
+  const Refs refs = parse_packed(text);
+  ASSERT_EQ(refs.size(), 3U);
+  EXPECT_EQ(refs.at("refs/heads/main"), kA);
+  EXPECT_EQ(refs.at("refs/tags/v1"), kC);
+  EXPECT_EQ(refs.at("refs/heads/last"), kB);
+  EXPECT_EQ(parse_packed(packed_text(refs)), refs);
+}
+
+TEST(SessionRefs, WhatTheSessionDidNotTouchFollowsTheRepository) {
+  const Refs before{{"refs/heads/main", kA},
+                    {"refs/heads/old", kA},
+                    {"refs/heads/moved", kA},
+                    {"refs/heads/gone", kA},
+                    {"refs/tags/v1", kB}};
+  const Refs real{{"refs/heads/main", kC},
+                  {"refs/heads/moved", kC},
+                  {"refs/heads/gone", kC},
+                  {"refs/tags/v1", kB},
+                  {"refs/heads/new", kD}};
+  // The session moved `moved`, deleted `gone`, made `mine`; it left main, old and v1 alone.
+  const Refs session{{"refs/heads/main", kA},
+                     {"refs/heads/old", kA},
+                     {"refs/heads/moved", kB},
+                     {"refs/tags/v1", kB},
+                     {"refs/heads/mine", kD}};
+  const Refs merged = merge(before, real, session);
+  const Refs expected{{"refs/heads/main", kC},
+                      {"refs/heads/moved", kB},
+                      {"refs/heads/mine", kD},
+                      {"refs/tags/v1", kB},
+                      {"refs/heads/new", kD}};
+  EXPECT_EQ(merged, expected);
+}
+
+TEST(SessionRefs, LooseRefsAreReadWithoutFollowingALinkOrOpeningAFifo) {
+  test::TempDir dir("chock-refs");
+  Session s;
+  s.dir = dir.path();
+  const std::string common = s.common();
+  ASSERT_EQ(std::system(("mkdir -p " + common + "/refs/heads/sub " + common + "/refs/tags").c_str()), 0);
+  test::write_file(common + "/packed-refs", kA + " refs/heads/main\n" + kA + " refs/heads/packed\n");
+  test::write_file(common + "/refs/heads/main", kB + "\n");  // a loose ref wins over its packed line
+  test::write_file(common + "/refs/heads/sub/x", kC + "\n");
+  test::write_file(common + "/refs/heads/symbolic", "ref: refs/heads/main\n");
+  test::write_file(common + "/refs/heads/garbage", "not an id\n");
+  test::write_file(dir.path() + "/outside", kD + "\n");
+  ASSERT_EQ(::symlink((dir.path() + "/outside").c_str(), (common + "/refs/heads/link").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.path().c_str(), (common + "/refs/tags/dirlink").c_str()), 0);
+  ASSERT_EQ(::mkfifo((common + "/refs/heads/fifo").c_str(), 0644), 0);
+  auto refs = read(s);
+  ASSERT_TRUE(refs) << refs.error().message();
+  const Refs expected{{"refs/heads/main", kB}, {"refs/heads/packed", kA}, {"refs/heads/sub/x", kC}};
+  EXPECT_EQ(*refs, expected);
+}
+
+TEST(SessionRefs, ALinkInPlaceOfRefsOrPackedRefsIsNotFollowed) {
+  test::TempDir dir("chock-refs");
+  Session s;
+  s.dir = dir.path();
+  ASSERT_EQ(std::system(("mkdir -p " + s.common() + " " + dir.path() + "/elsewhere/heads").c_str()), 0);
+  test::write_file(dir.path() + "/elsewhere/heads/x", kA + "\n");
+  test::write_file(dir.path() + "/elsewhere/packed", kA + " refs/heads/y\n");
+  ASSERT_EQ(::symlink((dir.path() + "/elsewhere").c_str(), (s.common() + "/refs").c_str()), 0);
+  ASSERT_EQ(::symlink((dir.path() + "/elsewhere/packed").c_str(), (s.common() + "/packed-refs").c_str()), 0);
+  auto refs = read(s);
+  ASSERT_TRUE(refs) << refs.error().message();
+  EXPECT_TRUE(refs->empty());
+}
+
+}  // namespace
+}  // namespace chock::workspace::session_refs
