@@ -16,6 +16,8 @@
 //                       branches and tags, HEAD, shallow, info/; with a
 //                       denied path also objects/, a pack of what they reach
 //   git/repo            git: a symlink to the real repository's common dir
+//   carry/<n>/upper,work git: the layers of the n-th carried directory
+//                       (.carry), over the real one, at its path inside
 //   upper/ work/        overlay: the layers over the project
 //   lower/              overlay, root callers only: a copy of the project
 //
@@ -84,12 +86,13 @@ const char* kind_name(Kind kind);
 struct Session {
   std::string id;
   Kind kind = Kind::git;
-  std::string project;            // absolute real path of the project (a git project: its top level)
-  std::string dir;                // <data dir>/workspaces/<id>
-  uid_t owner = 0;                // the uid the workspace files belong to
-  std::vector<std::string> deny;  // project-relative files covered by the notice
-  std::int64_t created = 0;       // unix seconds
-  std::int64_t last_run = 0;      // unix seconds of the last call; 0 none
+  std::string project;             // absolute real path of the project (a git project: its top level)
+  std::string dir;                 // <data dir>/workspaces/<id>
+  uid_t owner = 0;                 // the uid the workspace files belong to
+  std::vector<std::string> deny;   // project-relative files covered by the notice
+  std::vector<std::string> carry;  // git: ignored directories shown copy-on-write (carry/<index>/)
+  std::int64_t created = 0;        // unix seconds
+  std::int64_t last_run = 0;       // unix seconds of the last call; 0 none
   // git
   std::string common_dir;  // the real repository's common dir (host path)
   std::string base;        // the commit the worktree was made at
@@ -131,13 +134,17 @@ Expected<void> validate_session_id(const std::string& id);
 // Checks a --deny value: a relative path of a file, no `..` or `.`
 // component, no glob character, no trailing slash, nothing inside .git.
 Expected<void> validate_deny_path(const std::string& path);
+// Checks a --carry value (or a .carry entry): a relative path of a
+// directory, no `..` or `.` component, no glob, nothing named .git.
+Expected<void> validate_carry_path(const std::string& path);
 
 struct OpenOptions {
-  std::string project;            // empty: the current directory
-  std::string session;            // empty: make a new session
-  bool allow_dirty = false;       // git: carry uncommitted work in (new sessions only)
-  std::vector<std::string> deny;  // files to cover (added to the session's list)
-  std::optional<uid_t> run_uid;   // root callers: who the call runs as (default 65534)
+  std::string project;             // empty: the current directory
+  std::string session;             // empty: make a new session
+  bool allow_dirty = false;        // git: carry uncommitted work in (new sessions only)
+  std::vector<std::string> deny;   // files to cover (added to the session's list)
+  std::vector<std::string> carry;  // git: ignored directories to carry in (added to the session's list)
+  std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
 };
 
 struct Opened {

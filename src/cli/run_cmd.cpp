@@ -1,4 +1,4 @@
-// chock run [--project DIR] [--session ID] [--allow-dirty] [--deny PATH]...
+// chock run [--project DIR] [--session ID | --keep] [--allow-dirty] [--deny PATH]... [--carry DIR]...
 //           [--net none|host] [--timeout S] [--result FILE]
 //           [--org-bundle PATH] [--policy-rule ACTION=DECISION]... -- CMD [ARG...]
 #include <sys/statvfs.h>
@@ -37,6 +37,7 @@ struct RunOptions {
   bool allow_dirty = false;
   bool keep = false;  // a new session stays even when its call leaves nothing
   std::vector<std::string> deny;
+  std::vector<std::string> carry;
   std::string net;  // empty: the project's .network, else none
   double timeout_seconds = 0;
   std::string result_file;
@@ -202,6 +203,9 @@ int run(const RunOptions& o) {
   open.deny = o.deny;
   for (const auto& path : layers->deny_read())
     if (std::find(open.deny.begin(), open.deny.end(), path) == open.deny.end()) open.deny.push_back(path);
+  open.carry = layers->project.carry;
+  for (const auto& path : o.carry)
+    if (std::find(open.carry.begin(), open.carry.end(), path) == open.carry.end()) open.carry.push_back(path);
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
   const int status = call_in_session(o, *layers, *opened, start, *network, jit);
@@ -315,6 +319,12 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Keep the new session for more calls even if this call leaves nothing (default: a session "
                 "of one call, removed when it leaves no commit or change)");
   cmd->add_option("--deny", o->deny, "A project file to cover with the deny notice (repeatable)")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--carry", o->carry,
+                  "An ignored directory of the project (node_modules, .venv) the git workspace shows "
+                  "copy-on-write (repeatable; adds to chock.zon's .carry)")
       ->type_size(1)
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -25,6 +25,7 @@ using zon::Value;
 constexpr std::uint64_t kMinMemoryBytes = 1ULL << 20;
 constexpr std::uint64_t kMaxProcesses = 1ULL << 22;
 constexpr std::size_t kMaxPathBytes = 4096;
+constexpr std::size_t kMaxCarry = 64;
 
 // `text` in quotes for a message, every byte outside printable ASCII as \xNN
 // so that a file cannot write escape sequences to the terminal.
@@ -139,17 +140,19 @@ class Schema {
     return out;
   }
 
-  Expected<void> deny_entry(const Value& item, const std::string& project_dir) const {
+  // What every path of the project named in a file must be: relative, no
+  // glob, no '.', '..' or empty component. `key` names the list in messages.
+  Expected<void> project_path(const Value& item, const std::string& key, const char* takes) const {
     const std::string& p = item.text;
     const std::string quoted = quote(p);
-    if (p.empty()) return at(item, "an empty deny_read entry");
-    if (p.find('\0') != std::string::npos) return at(item, "a deny_read entry holds a NUL byte");
-    if (p.size() > kMaxPathBytes) return at(item, "a deny_read entry longer than 4096 bytes");
+    if (p.empty()) return at(item, "an empty " + key + " entry");
+    if (p.find('\0') != std::string::npos) return at(item, "a " + key + " entry holds a NUL byte");
+    if (p.size() > kMaxPathBytes) return at(item, "a " + key + " entry longer than 4096 bytes");
     if (p.front() == '/')
-      return at(item, quoted + " is absolute; deny_read takes paths relative to the project");
+      return at(item, quoted + " is absolute; " + key + " takes paths relative to the project");
     if (p.find_first_of("*?[") != std::string::npos)
-      return at(item, quoted + " is a glob; deny_read takes file paths, one entry a file");
-    if (p.back() == '/') return at(item, quoted + " ends in '/'; deny_read takes files, not directories");
+      return at(item, quoted + " is a glob; " + key + " takes " + takes + " paths, one entry a " + takes);
+    if (p.back() == '/') return at(item, quoted + " ends in '/'; write " + key + " entries without it");
     std::size_t begin = 0;
     while (begin <= p.size()) {
       std::size_t end = p.find('/', begin);
@@ -160,6 +163,15 @@ class Schema {
         return at(item, quoted + " has a '" + std::string(part) + "' component; write the path without it");
       begin = end + 1;
     }
+    return {};
+  }
+
+  Expected<void> deny_entry(const Value& item, const std::string& project_dir) const {
+    const std::string& p = item.text;
+    const std::string quoted = quote(p);
+    if (!p.empty() && p.back() == '/')
+      return at(item, quoted + " ends in '/'; deny_read takes files, not directories");
+    if (auto ok = project_path(item, "deny_read", "file"); !ok) return ok;
     if (p == "chock.zon") return at(item, "chock.zon itself cannot be denied: the sandbox reads it");
     if (!project_dir.empty()) {
       struct stat st {};
@@ -168,6 +180,37 @@ class Schema {
         return at(item, quoted + " is a directory in the project; deny_read takes files");
     }
     return {};
+  }
+
+  // .carry: directories the git workspace shows copy-on-write from the real
+  // project (node_modules, .venv). A denied path is never carried, nor .git;
+  // a denied file inside a carried directory is covered there.
+  Expected<std::vector<std::string>> carry(const Value& list, const std::string& project_dir,
+                                           const std::vector<std::string>& denied) const {
+    if (auto ok = expect_tuple(list); !ok) return ok.error();
+    std::vector<std::string> out;
+    for (const Value& item : list.items) {
+      if (out.size() == kMaxCarry)
+        return at(item, "more than " + std::to_string(kMaxCarry) + " carry entries");
+      if (auto ok = expect(item, Value::Kind::string); !ok) return ok.error();
+      if (auto ok = project_path(item, "carry", "directory"); !ok) return ok.error();
+      const std::string& p = item.text;
+      const std::string quoted = quote(p);
+      if (p == ".git" || p.starts_with(".git/") || p.find("/.git/") != std::string::npos ||
+          p.ends_with("/.git"))
+        return at(item, quoted + " is or holds .git; the repository is never carried");
+      for (const auto& d : denied)
+        if (d == p || p.starts_with(d + "/"))
+          return at(item,
+                    quoted + " is denied by deny_read (" + quote(d) + "); a denied path is never carried");
+      struct stat st {};
+      const std::string full = (project_dir.empty() ? std::string(".") : project_dir) + "/" + p;
+      if (::lstat(full.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+        return at(item, quoted + (S_ISLNK(st.st_mode) ? " is a symbolic link" : " is not a directory") +
+                            "; carry takes directories of the project");
+      out.push_back(p);
+    }
+    return out;
   }
 
   Expected<LimitsSpec> limits(const Value& s) const {
@@ -354,7 +397,8 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
   if (!tree) return tree.error();
   const Schema schema(display_path);
   if (auto ok = schema.expect_struct(*tree); !ok) return ok.error();
-  if (auto ok = schema.only_keys(*tree, {"policy", "deny_read", "limits", "network"}, "chock.zon"); !ok)
+  if (auto ok = schema.only_keys(*tree, {"policy", "deny_read", "carry", "limits", "network"}, "chock.zon");
+      !ok)
     return ok.error();
   ProjectFile out;
   out.path = display_path;
@@ -365,6 +409,9 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
   if (taken)
     taken = take(*tree, "deny_read", out.deny_read,
                  [&](const zon::Value& v) { return schema.deny_read(v, dir); });
+  if (taken)
+    taken = take(*tree, "carry", out.carry,
+                 [&](const zon::Value& v) { return schema.carry(v, project_dir, out.deny_read); });
   if (taken) taken = take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
   if (taken)
     taken = take(*tree, "network", out.network, [&](const zon::Value& v) { return schema.network(v); });

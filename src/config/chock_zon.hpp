@@ -46,12 +46,13 @@ inline constexpr std::uint64_t kDefaultDiskBytes = 10ULL << 30;
 // A deadline is at most a week.
 inline constexpr std::uint64_t kMaxTimeoutSeconds = 7ULL * 24 * 3600;
 
-// <project>/chock.zon. Keys: .policy.rules, .deny_read, .limits, .network.
+// <project>/chock.zon. Keys: .policy.rules, .deny_read, .carry, .limits, .network.
 struct ProjectFile {
   std::string path;                 // empty when the project has no chock.zon
   std::string bytes;                // the file as read (for its SHA-256 in the session log)
   std::vector<policy::Rule> rules;  // origin "path:line:col"
   std::vector<std::string> deny_read;
+  std::vector<std::string> carry;  // directories a git workspace shows copy-on-write
   LimitsSpec limits;
   std::optional<Network> network;
 };

@@ -41,6 +41,13 @@ Expected<void> cover_denied(const Session& session, const std::vector<std::strin
 // reads the repository's objects, so their bytes would be in it.
 Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths);
 
+// Carried directories (carry.cpp): each checked against the project and
+// given its layers in the session; the ones already carried are left as they are.
+Expected<void> add_carried(Session& session, const std::vector<std::string>& paths, Notes& notes);
+// The upper layer of the session's i-th carried directory.
+std::string carry_upper(const Session& session, std::size_t index);
+std::string carry_work(const Session& session, std::size_t index);
+
 // The git view of a session (git_view.cpp): what its git sees of the real
 // repository. Made when the session is, and again before every call.
 Expected<void> refresh_view(const Session& session, Notes& notes);

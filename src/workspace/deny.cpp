@@ -66,17 +66,26 @@ Expected<void> check_deny_targets(const Project& project, const std::vector<std:
 
 Expected<void> cover_denied(const Session& s, const std::vector<std::string>& paths, Notes& notes) {
   if (paths.empty()) return {};
-  std::string root = cover_root(s);
-  UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root_fd) return sys_error("open", root);
   for (const auto& p : paths) {
+    // A denied file inside a carried directory is covered in that directory's
+    // upper layer, over the real file: the path the policy denies wins.
+    std::string root = cover_root(s);
+    std::string rel = p;
+    for (std::size_t i = 0; i < s.carry.size(); ++i) {
+      if (p.starts_with(s.carry[i] + "/")) {
+        root = carry_upper(s, i);
+        rel = p.substr(s.carry[i].size() + 1);
+      }
+    }
     bool in_project = fs::exists(s.project + "/" + p);
-    bool in_workspace = fs::exists(fs::join(root, p));
+    bool in_workspace = fs::exists(fs::join(root, rel));
     if (!in_project && !in_workspace) {
       notes.push_back("--deny " + p + ": no such file in the project; nothing to cover");
       continue;
     }
-    if (auto r = write_notice(root_fd.get(), p, s.owner); !r) return r;
+    UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd) return sys_error("open", root);
+    if (auto r = write_notice(root_fd.get(), rel, s.owner); !r) return r;
   }
   return {};
 }

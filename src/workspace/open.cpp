@@ -45,6 +45,7 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
       added.push_back(d);
   // Denied paths are covered again on every call: a call may have replaced a notice.
   out.session.deny.insert(out.session.deny.end(), added.begin(), added.end());
+  if (auto r = build::add_carried(out.session, o.carry, out.notes); !r) return std::move(r).error();
   if (auto r = build::cover_denied(out.session, out.session.deny, out.notes); !r) return std::move(r).error();
   if (out.session.kind == Kind::git) {
     if (auto r = build::refresh_view(out.session, out.notes); !r) return std::move(r).error();
@@ -73,6 +74,7 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
     out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
   Expected<void> built =
       git ? build::make_worktree(s, project, o.allow_dirty, out.notes) : build::make_overlay(s, out.notes);
+  if (built) built = build::add_carried(s, o.carry, out.notes);
   if (built) built = save(s);
   if (!built) {
     (void)fs::remove_tree(s.dir);
@@ -93,6 +95,8 @@ Expected<std::string> project_root(const std::string& dir) {
 Expected<Opened> open(const OpenOptions& o) {
   for (const auto& d : o.deny)
     if (auto v = validate_deny_path(d); !v) return std::move(v).error();
+  for (const auto& c : o.carry)
+    if (auto v = validate_carry_path(c); !v) return std::move(v).error();
   if (!o.session.empty())
     if (auto v = validate_session_id(o.session); !v) return std::move(v).error();
   auto project = build::find_project(o.project.empty() ? current_dir() : o.project);

@@ -39,6 +39,11 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
              root + "/repo/objects", Access::read_only});
     config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
     config.binds.push_back(Bind{s.admin(), root + "/admin", Access::read_write});
+    // Carried directories over their place in the tree, the real one as the lower layer.
+    for (std::size_t i = 0; i < s.carry.size(); ++i) {
+      const std::string at = s.project + "/" + s.carry[i];
+      config.overlays.push_back(Overlay{at, build::carry_upper(s, i), build::carry_work(s, i), at});
+    }
   } else {
     config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project});
   }

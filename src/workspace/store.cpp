@@ -102,6 +102,7 @@ nlohmann::json to_json(const Session& s) {
       {"project", s.project},
       {"owner", s.owner},
       {"deny", s.deny},
+      {"carry", s.carry},
       {"created", s.created},
       {"last_run", s.last_run},
       {"common_dir", s.common_dir},
@@ -141,6 +142,10 @@ Expected<Session> load(const std::string& id) {
     s.dir = dir;
     s.owner = j.at("owner").get<uid_t>();
     s.deny = j.at("deny").get<std::vector<std::string>>();
+    // Sessions made before .carry carry nothing.
+    if (j.contains("carry")) s.carry = j.at("carry").get<std::vector<std::string>>();
+    for (const auto& c : s.carry)
+      if (auto v = validate_carry_path(c); !v) return Error{"session.json: " + v.error().message(), dir, 0};
     s.created = j.at("created").get<std::int64_t>();
     s.last_run = j.at("last_run").get<std::int64_t>();
     s.common_dir = j.at("common_dir").get<std::string>();

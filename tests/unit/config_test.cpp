@@ -146,9 +146,11 @@ TEST(ConfigProject, UnknownKeysAndWrongTypes) {
   const std::string rules = ".{ .policy = .{ .rules = .{ ";
   expect_refusals({
       {".{ .polcy = .{} }", ".polcy",
-       "unknown key '.polcy' in chock.zon; the keys there are .policy, .deny_read, .limits and .network"},
+       "unknown key '.polcy' in chock.zon; the keys there are .policy, .deny_read, .carry, .limits and "
+       ".network"},
       {".{ .devices = .{} }", ".devices",
-       "unknown key '.devices' in chock.zon; the keys there are .policy, .deny_read, .limits and .network"},
+       "unknown key '.devices' in chock.zon; the keys there are .policy, .deny_read, .carry, .limits and "
+       ".network"},
       {".{ 1 }", ".{", "expected a struct such as .{ .name = value }, found a tuple"},
       {"\"chock\"", "\"", "expected a struct such as .{ .name = value }, found a string"},
       {".{ .policy = .{ .rule = .{} } }", ".rule",
@@ -255,6 +257,48 @@ TEST(ConfigProject, DenyReadEntries) {
       parse_project(list("\"link\", \"keys/id_rsa\", \"sub/chock.zon\", \".env\""), kPath, project.path());
   ASSERT_TRUE(p) << p.error().message();
   EXPECT_EQ(p->deny_read.size(), 4u);
+}
+
+TEST(ConfigProject, CarryEntries) {
+  TempDir project;
+  ASSERT_FALSE(project.path().empty());
+  project.mkdir("node_modules");
+  project.mkdir("vendor");
+  ASSERT_EQ(::symlink("vendor", (project.path() + "/linked").c_str()), 0);
+  std::ofstream(project.path() + "/.env") << "SECRET=1\n";
+  auto list = [](const std::string& entries) { return ".{ .carry = .{ " + entries + " } }"; };
+  auto both = [](const std::string& carry) {
+    return ".{ .deny_read = .{ \".env\", \"vendor/key.pem\" }, .carry = .{ " + carry + " } }";
+  };
+  expect_refusals(
+      {
+          {list("\"../x\""), "\"../x\"", "\"../x\" has a '..' component; write the path without it"},
+          {list("\"/usr/lib\""), "\"/usr",
+           "\"/usr/lib\" is absolute; carry takes paths relative to the project"},
+          {list("\"node_modules/\""), "\"node_modules/\"",
+           "\"node_modules/\" ends in '/'; write carry entries without it"},
+          {list("\"*_modules\""), "\"*_modules\"",
+           "\"*_modules\" is a glob; carry takes directory paths, one entry a directory"},
+          {list("\".git\""), "\".git\"", "\".git\" is or holds .git; the repository is never carried"},
+          {list("\"a/.git/b\""), "\"a/.git/b\"",
+           "\"a/.git/b\" is or holds .git; the repository is never carried"},
+          {list("\"linked\""), "\"linked\"",
+           "\"linked\" is a symbolic link; carry takes directories of the project"},
+          {both("\".env\""), "\".env\" }",
+           "\".env\" is denied by deny_read (\".env\"); a denied path is never carried"},
+          {list("\".env\""), "\".env\"",
+           "\".env\" is not a directory; carry takes directories of the project"},
+          {".{ .carry = \"node_modules\" }", "\"node_modules\"",
+           "expected a tuple such as .{ a, b }, found a string"},
+      },
+      project.path());
+  auto p = parse_project(list("\"node_modules\", \".venv\""), kPath, project.path());
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_EQ(p->carry, (std::vector<std::string>{"node_modules", ".venv"}));
+  // A denied file inside a carried directory does not refuse it: it is covered there.
+  auto inside = parse_project(both("\"vendor\""), kPath, project.path());
+  ASSERT_TRUE(inside) << inside.error().message();
+  EXPECT_EQ(inside->carry, (std::vector<std::string>{"vendor"}));
 }
 
 TEST(ConfigProject, AtMost64DenyReadEntries) {

@@ -1,0 +1,147 @@
+// Carried directories: ignored directories of a git project (node_modules,
+// .venv, vendor/) that its workspace shows copy-on-write. A git workspace is
+// a checkout of HEAD, so what git ignores is absent; a carried directory is
+// an overlay inside the call whose lower layer is the real directory: the
+// call reads it and may change it, and what it changes stays in the
+// session's carry/<n>/upper. Only a directory beneath the project, reached
+// without a symbolic link, that git ignores and that holds no .git, is carried.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "util/fd.hpp"
+#include "workspace/build.hpp"
+#include "workspace/fs.hpp"
+#include "workspace/git.hpp"
+
+namespace chock::workspace {
+
+Expected<void> validate_carry_path(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return Error{"--carry " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0,
+                 Errc::bad_config};
+  };
+  if (path.empty()) return bad("empty path");
+  if (path[0] == '/') return bad("absolute paths are refused; name a directory relative to the project");
+  if (path.back() == '/') return bad("write the directory without a trailing '/'");
+  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each directory");
+  for (char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control characters are refused");
+  std::size_t begin = 0;
+  while (begin <= path.size()) {
+    std::size_t end = path.find('/', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(begin, end - begin);
+    if (part.empty()) return bad("empty path component ('//')");
+    if (part == "..") return bad("'..' is refused; a carried path never leaves the project");
+    if (part == ".") return bad("'.' components are refused; write the plain relative path");
+    if (part == ".git") return bad("the repository is never carried");
+    begin = end + 1;
+  }
+  return {};
+}
+
+namespace build {
+
+namespace {
+
+Expected<void> give(const std::string& path, const Session& s) {
+  if (::geteuid() != 0 || s.owner == 0) return {};
+  if (::lchown(path.c_str(), s.owner, group_of(s.owner)) != 0) return sys_error("chown", path);
+  return {};
+}
+
+// Why `rel` cannot be carried, or "" when it can. Missing: `missing` is set.
+Expected<std::string> refusal(const Session& s, const std::string& rel, bool& missing) {
+  for (const auto& d : s.deny)
+    if (d == rel || rel.starts_with(d + "/"))
+      return std::string("it is a denied path; a denied path is never carried");
+  UniqueFd project(::open(s.project.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!project) return sys_error("open", s.project);
+  auto dir = fs::open_dir_beneath(project.get(), rel, false);
+  if (!dir) {
+    if (dir.error().code == ENOENT) {
+      missing = true;
+      return std::string();
+    }
+    return "it is not a directory beneath the project reached without a symbolic link (" +
+           std::string(errno_name(dir.error().code)) + ")";
+  }
+  UniqueFd carried(*dir);
+  struct stat st {};
+  if (::fstatat(carried.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return std::string("it holds a .git; a repository is never carried");
+  // Only what the checkout lacks: a tracked directory comes from the commit.
+  auto ignored = git::run({"check-ignore", "-q", "--", rel}, git::repo_env(s.common_dir, s.project));
+  if (!ignored) return std::move(ignored).error();
+  if (!ignored->ok())
+    return std::string(
+        "git does not ignore it, so the workspace has it from the commit; carry names ignored "
+        "directories (node_modules, .venv)");
+  return std::string();
+}
+
+}  // namespace
+
+std::string carry_upper(const Session& s, std::size_t index) {
+  return s.dir + "/carry/" + std::to_string(index) + "/upper";
+}
+
+std::string carry_work(const Session& s, std::size_t index) {
+  return s.dir + "/carry/" + std::to_string(index) + "/work";
+}
+
+Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, Notes& notes) {
+  if (paths.empty()) return {};
+  if (s.kind != Kind::git) {
+    notes.emplace_back("an overlay workspace shows every file of the project: .carry has nothing to add");
+    return {};
+  }
+  std::vector<std::string> added;
+  for (const auto& rel : paths) {
+    if (std::find(s.carry.begin(), s.carry.end(), rel) != s.carry.end()) continue;
+    if (auto v = validate_carry_path(rel); !v) return v;
+    bool missing = false;
+    auto why = refusal(s, rel, missing);
+    if (!why) return std::move(why).error();
+    if (!why->empty()) return Error{"carry " + rel + ": " + *why, "", 0, Errc::bad_config};
+    if (missing) {
+      notes.push_back("carry " + rel + ": no such directory in the project; nothing carried");
+      continue;
+    }
+    const std::size_t index = s.carry.size();
+    for (const std::string& d : {s.dir + "/carry", s.dir + "/carry/" + std::to_string(index),
+                                 carry_upper(s, index), carry_work(s, index)}) {
+      if (auto r = fs::make_dirs(d, 0755); !r) return r;
+      if (auto r = give(d, s); !r) return r;
+    }
+    // The mount point inside: a directory of the tree, made beneath it without following a link.
+    UniqueFd tree(::open(s.tree().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!tree) return sys_error("open", s.tree());
+    fs::Owner owner{s.owner, group_of(s.owner)};
+    auto point = fs::open_dir_beneath(tree.get(), rel, true, ::geteuid() == 0 ? &owner : nullptr);
+    if (!point)
+      return Error{"carry " + rel + ": make its place in the workspace", s.tree(), point.error().code};
+    ::close(*point);
+    s.carry.push_back(rel);
+    added.push_back(rel);
+  }
+  if (added.empty()) return {};
+  std::string names;
+  for (const auto& a : added) names += (names.empty() ? "" : ", ") + a;
+  notes.push_back("carried copy-on-write from the project: " + names +
+                  " (what the call changes there stays in the session)");
+  if (::geteuid() == 0 && s.owner != 0)
+    notes.push_back("the carried files belong to you (root) and the call runs as uid " +
+                    std::to_string(s.owner) + ": it reads them, and writes only where that uid may");
+  std::vector<std::string> inside;
+  for (const auto& d : s.deny)
+    for (const auto& a : added)
+      if (d.starts_with(a + "/")) inside.push_back(d);
+  return cover_denied(s, inside, notes);
+}
+
+}  // namespace build
+}  // namespace chock::workspace
