@@ -12,11 +12,11 @@
 /* pcre2.h: PCRE2_CONFIG_JIT, and the error for an unknown option. */
 enum { kConfigJit = 1, kErrorBadOption = -34 };
 
-typedef int (*config_fn)(uint32_t, void *);
+typedef int (*config_fn)(uint32_t, void*);
 
-__attribute__((visibility("default"))) int pcre2_config_8(uint32_t what, void *where) {
+__attribute__((visibility("default"))) int pcre2_config_8(uint32_t what, void* where) {
   if (what == kConfigJit) {
-    if (where != NULL) *(uint32_t *)where = 0;
+    if (where != NULL) *(uint32_t*)where = 0;
     return (int)sizeof(uint32_t);
   }
   config_fn real = (config_fn)dlsym(RTLD_NEXT, "pcre2_config_8");
