@@ -16,6 +16,7 @@ enum class Errc {
   cgroup_placement_unsupported,  // a supplied cgroup cannot be entered on this kernel
   cgroup_placement_refused,      // the kernel refused to create the process in it
   hostile_content,               // a workspace holds what the host side refuses to read (a FIFO, a link)
+  no_such_session,               // a session id (or its log) that does not exist
 };
 
 struct Error {

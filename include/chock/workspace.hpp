@@ -138,6 +138,11 @@ Expected<void> validate_deny_path(const std::string& path);
 // directory, no `..` or `.` component, no glob, nothing named .git.
 Expected<void> validate_carry_path(const std::string& path);
 
+// Told how far a long step of making a workspace has come (files done of
+// files total), from a thread of Chock's, every 250 ms once the step has run
+// a second; the last report of a step has done == total. Quick steps say nothing.
+using Progress = std::function<void(const std::string& what, std::uint64_t done, std::uint64_t total)>;
+
 struct OpenOptions {
   std::string project;             // empty: the current directory
   std::string session;             // empty: make a new session
@@ -145,6 +150,8 @@ struct OpenOptions {
   std::vector<std::string> deny;   // files to cover (added to the session's list)
   std::vector<std::string> carry;  // git: ignored directories to carry in (added to the session's list)
   std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
+  Progress progress;               // empty: no reports
+  std::uint32_t progress_after_ms = 1000;  // a step reports once it has run this long (0: from its start)
 };
 
 struct Opened {

@@ -167,7 +167,7 @@ int apply(const ApplyOptions& o) {
   auto session = workspace::load(id);
   if (!session) {
     std::fprintf(stderr, "chock: %s\n", session.error().message().c_str());
-    return 2;
+    return exit_status_for(session.error(), 2);
   }
   config::LayerOptions layer_options = o.layers;
   layer_options.project_dir = session->project;
@@ -183,7 +183,7 @@ int apply(const ApplyOptions& o) {
   });
   if (!outcome) {
     std::fprintf(stderr, "chock: %s\n", outcome.error().message().c_str());
-    return outcome.error().kind == Errc::bad_config ? 2 : 1;
+    return exit_status_for(outcome.error(), outcome.error().kind == Errc::bad_config ? 2 : 1);
   }
   if (always) remember_always(id);
   log_integrate(*session, *outcome, answer);

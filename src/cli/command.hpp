@@ -6,6 +6,8 @@
 
 #include <functional>
 
+#include "chock/error.hpp"
+
 namespace chock::cli {
 
 using Action = std::function<int()>;
@@ -13,6 +15,13 @@ using Action = std::function<int()>;
 // Exit status for "Chock itself could not do what was asked" (the command
 // never ran), as env(1) and timeout(1) use it.
 inline constexpr int kExitChockFailed = 125;
+
+// The exit status of a command that failed with `e`: "no such session" is
+// kExitChockFailed in every command, so a script tells it apart from a
+// refusal; anything else is `otherwise`.
+inline int exit_status_for(const Error& e, int otherwise) {
+  return e.kind == Errc::no_such_session ? kExitChockFailed : otherwise;
+}
 
 void add_sandbox_command(CLI::App& app, Action& action);
 

@@ -21,6 +21,7 @@
 #include "cli/jit_fallback.hpp"
 #include "cli/layer_flags.hpp"
 #include "cli/outcome.hpp"
+#include "cli/path_check.hpp"
 #include "cli/terminal.hpp"
 #include "log/session_log.hpp"
 #include "sandbox/kill_naming.hpp"
@@ -63,6 +64,20 @@ std::vector<std::string> call_environment() {
   env.emplace_back("HOME=/tmp");
   env.emplace_back("TMPDIR=/tmp");
   return env;
+}
+
+// "chock: checking out 1a2b3c4d5e6f: 9000 of 20000 files", rewritten in place.
+void report_progress(const std::string& what, std::uint64_t done, std::uint64_t total) {
+  std::fprintf(stderr, "\rchock: %s: %llu of %llu files%s", printable(what).c_str(),
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+               done == total ? "\n" : "");
+}
+
+// The PATH the call gets.
+std::string path_of(const Config& config) {
+  for (const auto& e : *config.env)
+    if (e.starts_with("PATH=")) return e.substr(5);
+  return {};
 }
 
 Expected<Network> choose_network(const RunOptions& o, const config::Layers& layers) {
@@ -203,6 +218,11 @@ int run(const RunOptions& o) {
   open.deny = o.deny;
   for (const auto& path : layers->deny_read())
     if (std::find(open.deny.begin(), open.deny.end(), path) == open.deny.end()) open.deny.push_back(path);
+  // Long steps say where they are, on a terminal only.
+  if (::isatty(STDERR_FILENO) != 0) open.progress = report_progress;
+  // From how long a step reports; tests set 0 rather than depend on the disk's speed.
+  if (const char* after = std::getenv("CHOCK_PROGRESS_AFTER_MS"); after != nullptr && *after != '\0')
+    open.progress_after_ms = static_cast<std::uint32_t>(std::strtoul(after, nullptr, 10));
   open.carry = layers->project.carry;
   for (const auto& path : o.carry)
     if (std::find(open.carry.begin(), open.carry.end(), path) == open.carry.end()) open.carry.push_back(path);
@@ -268,6 +288,19 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
   if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
+  // The operator's own toolchains (~/.cargo, ~/.pyenv), read-only at their own paths.
+  for (const auto& dir : layers.operator_file.toolchain_paths)
+    config.binds.push_back(Bind{dir, dir, Access::read_only});
+  const PathReport path = check_path(path_of(config), config);
+  if (opened.created && !path.absent.empty()) {
+    std::string list;
+    for (const auto& e : path.absent) list += (list.empty() ? "" : ", ") + e;
+    std::fprintf(stderr,
+                 "chock: PATH entries the sandbox does not have: %s (an operator binds toolchains with "
+                 ".toolchain_paths in ~/.config/chock/config.zon)\n",
+                 printable(list).c_str());
+  }
+  if (!path.command_line.empty()) std::fprintf(stderr, "chock: %s\n", printable(path.command_line).c_str());
   // git grep inside a git workspace; a preload costs every exec some 80 us, so only there.
   if (!config.allow_jit && s.kind == workspace::Kind::git) {
     if (auto r = add_pcre2_without_jit(config); !r) return refuse(r.error(), o.result_file);

@@ -14,7 +14,7 @@ int verify(const std::string& session) {
   auto path = log::find_log(session);
   if (!path) {
     std::fprintf(stderr, "chock: %s\n", path.error().message().c_str());
-    return 2;
+    return exit_status_for(path.error(), 2);
   }
   auto checked = log::verify(*path);
   if (!checked) {

@@ -41,7 +41,7 @@ std::string human_size(std::uint64_t bytes) {
 
 int report_error(const Error& e) {
   std::fprintf(stderr, "chock: %s\n", e.message().c_str());
-  return 1;
+  return exit_status_for(e, 1);
 }
 
 // "2026-12-04 13:24", local time; "-" for never.

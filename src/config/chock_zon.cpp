@@ -12,6 +12,7 @@
 #include <initializer_list>
 
 #include "util/fd.hpp"
+#include "util/passwd.hpp"
 #include "util/size.hpp"
 
 namespace chock::config {
@@ -180,6 +181,51 @@ class Schema {
         return at(item, quoted + " is a directory in the project; deny_read takes files");
     }
     return {};
+  }
+
+  // .toolchain_paths of the operator's file: absolute (or ~/...), no '.' or
+  // '..' component, an existing directory reached without a symbolic link.
+  Expected<std::vector<std::string>> toolchain_paths(const Value& list, const std::string& home) const {
+    if (auto ok = expect_tuple(list); !ok) return ok.error();
+    std::vector<std::string> out;
+    for (const Value& item : list.items) {
+      if (out.size() == kMaxCarry)
+        return at(item, "more than " + std::to_string(kMaxCarry) + " toolchain_paths entries");
+      if (auto ok = expect(item, Value::Kind::string); !ok) return ok.error();
+      std::string p = item.text;
+      const std::string quoted = quote(p);
+      if (p.starts_with("~/")) {
+        if (home.empty()) return at(item, quoted + " starts with ~/, and there is no home directory");
+        p = home + p.substr(1);
+      }
+      if (p.empty() || p.front() != '/')
+        return at(item, quoted + " is relative; toolchain_paths takes absolute paths (or ~/...)");
+      if (p.find('\0') != std::string::npos || p.size() > kMaxPathBytes)
+        return at(item, quoted + " is not a path");
+      while (p.size() > 1 && p.back() == '/') p.pop_back();
+      for (std::size_t begin = 1; begin < p.size();) {
+        std::size_t end = p.find('/', begin);
+        if (end == std::string::npos) end = p.size();
+        const std::string_view part(p.data() + begin, end - begin);
+        if (part.empty() || part == "." || part == "..")
+          return at(item, quoted + " has an empty, '.' or '..' component; write the plain path");
+        begin = end + 1;
+      }
+      // Every component from the root down exists and none is a link (a bind never follows one).
+      for (std::size_t end = p.find('/', 1);; end = p.find('/', end + 1)) {
+        const std::string prefix = p.substr(0, end);
+        struct stat st {};
+        if (::lstat(prefix.c_str(), &st) != 0) return at(item, quoted + ": " + prefix + " does not exist");
+        if (S_ISLNK(st.st_mode))
+          return at(item, quoted + ": " + prefix + " is a symbolic link; name the directory it leads to");
+        if (end == std::string::npos) {
+          if (!S_ISDIR(st.st_mode)) return at(item, quoted + " is not a directory");
+          break;
+        }
+      }
+      out.push_back(p);
+    }
+    return out;
   }
 
   // .carry: directories the git workspace shows copy-on-write from the real
@@ -397,6 +443,10 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
   if (!tree) return tree.error();
   const Schema schema(display_path);
   if (auto ok = schema.expect_struct(*tree); !ok) return ok.error();
+  if (const zon::Field* f = tree->find("toolchain_paths"))
+    return zon::error_at(display_path, f->at,
+                         ".toolchain_paths is the operator's (~/.config/chock/config.zon), not a project's: "
+                         "a project could name any directory of yours");
   if (auto ok = schema.only_keys(*tree, {"policy", "deny_read", "carry", "limits", "network"}, "chock.zon");
       !ok)
     return ok.error();
@@ -432,12 +482,16 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (!tree) return tree.error();
   const Schema schema(display_path);
   if (auto ok = schema.expect_struct(*tree); !ok) return ok.error();
-  if (auto ok = schema.only_keys(*tree, {"limits"}, "the operator's config.zon"); !ok) return ok.error();
+  if (auto ok = schema.only_keys(*tree, {"limits", "toolchain_paths"}, "the operator's config.zon"); !ok)
+    return ok.error();
   OperatorFile out;
   out.path = display_path;
-  if (auto taken = take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
-      !taken)
-    return taken.error();
+  Expected<void> taken =
+      take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
+  if (taken)
+    taken = take(*tree, "toolchain_paths", out.toolchain_paths,
+                 [&](const zon::Value& v) { return schema.toolchain_paths(v, home_directory()); });
+  if (!taken) return taken.error();
   return out;
 }
 

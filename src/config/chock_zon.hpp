@@ -64,10 +64,14 @@ struct ProjectFile {
 [[nodiscard]] Expected<ProjectFile> parse_project(std::string_view text, const std::string& display_path,
                                                   const std::string& project_dir);
 
-// The operator's file: .limits only, as the machine's defaults.
+// The operator's file: .limits, as the machine's defaults, and
+// .toolchain_paths: directories of the person's own toolchains (~/.cargo,
+// ~/.rustup, ~/.pyenv) every call gets read-only at their own paths. Only
+// the operator names them: a project could otherwise name any directory.
 struct OperatorFile {
   std::string path;
   LimitsSpec limits;
+  std::vector<std::string> toolchain_paths;  // absolute, `~/` expanded
 };
 // $XDG_CONFIG_HOME/chock/config.zon, else ~/.config/chock/config.zon; empty when absent.
 [[nodiscard]] Expected<OperatorFile> read_operator();

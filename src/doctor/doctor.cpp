@@ -7,10 +7,12 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 
 #include "doctor/probes.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
+#include "workspace/git.hpp"
 
 namespace chock::doctor {
 
@@ -44,14 +46,33 @@ std::string current_dir() {
   return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
 }
 
+// The project Chock will not work in, with what git itself says of it.
+Row project_row(const workspace::build::Project& p, const std::string& why) {
+  std::string said;
+  if (auto git = workspace::git::run({"-C", p.root, "rev-parse", "--git-dir"}); git && !git->ok())
+    said = "; git says: " + git->first_error_line();
+  return make_row("project", Level::off, true, why + said);
+}
+
 }  // namespace
 
 Expected<std::vector<Row>> check(const Options& options) {
   // The project first, as chock run finds it: a bad chock.zon means a first
   // run cannot work, and nothing is worth probing before that is said.
-  auto project =
-      workspace::build::find_project(options.project_dir.empty() ? current_dir() : options.project_dir);
-  if (!project) return std::move(project).error();
+  const std::string dir = options.project_dir.empty() ? current_dir() : options.project_dir;
+  auto found = workspace::build::find_project(dir);
+  // A repository Chock refuses (another uid's) is one row of its own, and
+  // every other row is still tried: they say what this machine can do.
+  std::optional<Row> refused;
+  if (!found && found.error().kind == Errc::bad_config) {
+    auto located = workspace::build::locate_project(dir, false);
+    if (located && located->git) {
+      refused = project_row(*located, found.error().message());
+      found = std::move(*located);
+    }
+  }
+  if (!found) return std::move(found).error();
+  const workspace::build::Project* project = &*found;
   auto jit = jit_answer(options, project->root);
   if (!jit) return std::move(jit).error();
 
@@ -98,6 +119,7 @@ Expected<std::vector<Row>> check(const Options& options) {
   rows.push_back(git_row(project->git, git_why));
   rows.push_back(space_row());
   rows.push_back(disk_row());
+  if (refused) rows.push_back(std::move(*refused));
   return rows;
 }
 

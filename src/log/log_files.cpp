@@ -36,8 +36,9 @@ Expected<void> logs_in(int sessions_fd, const std::string& sessions, const std::
     struct stat st {};
     if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
       continue;
-    LogFile log{session, sessions + "/" + folder + "/" + entry->d_name, st.st_mtim.tv_sec,
-                static_cast<std::uint64_t>(st.st_size)};
+    std::string path = sessions;
+    path.append("/").append(folder).append("/").append(entry->d_name);
+    LogFile log{session, std::move(path), st.st_mtim.tv_sec, static_cast<std::uint64_t>(st.st_size)};
     std::string head = session + std::string(kHeadSuffix);
     if (::fstatat(::dirfd(dir), head.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
       log.bytes += static_cast<std::uint64_t>(st.st_size);
@@ -88,7 +89,7 @@ Expected<std::string> find_log(const std::string& session) {
   if (found.empty())
     return Error{
         "no log of session '" + session + "' under " + (state ? *state + "/sessions" : "the state directory"),
-        "", 0};
+        "", 0, Errc::no_such_session};
   if (found.size() > 1)
     return Error{
         "session '" + session + "' has a log in more than one project folder: " + found[0] + ", " + found[1],

@@ -21,14 +21,19 @@ struct Project {
 // not own: host-side git would run its configuration.
 Expected<Project> find_project(const std::string& dir);
 // The same without asking git for HEAD (`head` stays empty): no git process.
-Expected<Project> locate_project(const std::string& dir);
+// `check_owner` false: a repository of another uid is located, not refused
+// (for doctor, which reports it and runs no git there).
+Expected<Project> locate_project(const std::string& dir, bool check_owner = true);
 
 using Notes = std::vector<std::string>;
 
-// A linked worktree detached at the project's HEAD, in session.dir.
-Expected<void> make_worktree(Session& session, const Project& project, bool allow_dirty, Notes& notes);
+// A linked worktree detached at the project's HEAD, in session.dir. Both
+// report a long checkout or copy to `progress` (progress.hpp).
+Expected<void> make_worktree(Session& session, const Project& project, bool allow_dirty, Notes& notes,
+                             const Progress& progress, std::uint32_t progress_after_ms);
 // The overlay's directories (and a root caller's copy of the project).
-Expected<void> make_overlay(Session& session, Notes& notes);
+Expected<void> make_overlay(Session& session, Notes& notes, const Progress& progress,
+                            std::uint32_t progress_after_ms);
 
 // Copies the project's uncommitted work into the worktree.
 Expected<void> import_dirty(const Session& session, const Project& project, Notes& notes);

@@ -207,6 +207,19 @@ std::uint64_t disk_usage(const std::string& path) {
   return total;
 }
 
+std::uint64_t count_entries(const std::string& path) {
+  static thread_local std::uint64_t count;
+  count = 0;
+  ::nftw(
+      path.c_str(),
+      [](const char*, const struct stat*, int, FTW*) {
+        ++count;
+        return 0;
+      },
+      64, FTW_PHYS);
+  return count;
+}
+
 Expected<void> copy_entry(const std::string& from, const std::string& to) {
   struct stat st {};
   if (::lstat(from.c_str(), &st) != 0) return sys_error("stat", from);

@@ -28,6 +28,8 @@ Expected<void> remove_tree(const std::string& path);
 Expected<void> chown_tree(const std::string& path, uid_t uid, gid_t gid);
 // The disk blocks a tree uses, in bytes (links not followed).
 std::uint64_t disk_usage(const std::string& path);
+// The entries below `path` (links not followed), for progress reports.
+std::uint64_t count_entries(const std::string& path);
 
 // Copies a tree (regular files, directories, symbolic links; modes and
 // mtimes kept). `skip(rel)` returning a reason leaves that entry out;

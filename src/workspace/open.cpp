@@ -73,7 +73,8 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
   if (!git && o.allow_dirty)
     out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
   Expected<void> built =
-      git ? build::make_worktree(s, project, o.allow_dirty, out.notes) : build::make_overlay(s, out.notes);
+      git ? build::make_worktree(s, project, o.allow_dirty, out.notes, o.progress, o.progress_after_ms)
+          : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
   if (built) built = build::add_carried(s, o.carry, out.notes);
   if (built) built = save(s);
   if (!built) {

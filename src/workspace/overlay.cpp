@@ -9,10 +9,12 @@
 
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
+#include "workspace/progress.hpp"
 
 namespace chock::workspace::build {
 
-Expected<void> make_overlay(Session& s, Notes& notes) {
+Expected<void> make_overlay(Session& s, Notes& notes, const Progress& progress,
+                            std::uint32_t progress_after_ms) {
   for (const char* d : {"/upper", "/work"})
     if (auto r = fs::make_dirs(s.dir + d, 0755); !r) return r;
   s.lower = s.project;
@@ -26,7 +28,11 @@ Expected<void> make_overlay(Session& s, Notes& notes) {
     hooks.on_skip = [&](const std::string& rel, const std::string& why) {
       if (why != "denied") notes.push_back("copy skipped " + rel + ": " + why);
     };
-    if (auto r = fs::copy_tree(s.project, s.lower, hooks); !r) return r;
+    {
+      ProgressWatch watch(progress, progress_after_ms, "copying " + s.project, s.dir,
+                          progress ? fs::count_entries(s.project) : 0);
+      if (auto r = fs::copy_tree(s.project, s.lower, hooks); !r) return r;
+    }
     if (auto r = fs::chown_tree(s.lower, s.owner, group_of(s.owner)); !r) return r;
   }
   if (auto r = cover_denied(s, s.deny, notes); !r) return r;

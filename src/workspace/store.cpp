@@ -129,7 +129,7 @@ Expected<Session> load(const std::string& id) {
   if (!text) {
     if (text.error().code == ENOENT)
       return Error{"no session '" + id + "' (chock workspace list shows the sessions)", "", 0,
-                   Errc::bad_config};
+                   Errc::no_such_session};
     return std::move(text).error();
   }
   try {

@@ -11,6 +11,7 @@
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
+#include "workspace/progress.hpp"
 
 namespace chock::workspace::build {
 
@@ -47,6 +48,16 @@ Expected<void> make_common(const Session& s, Notes& notes) {
   return refresh_view(s, notes);
 }
 
+// The entries of an index Chock's git just wrote: its header's count.
+std::uint64_t index_entries(const std::string& index) {
+  auto head = fs::read_file_nofollow(index, 1ULL << 31);
+  if (!head || head->size() < 12 || head->compare(0, 4, "DIRC") != 0) return 0;
+  std::uint64_t n = 0;
+  for (int i = 8; i < 12; ++i)
+    n = (n << 8) | static_cast<unsigned char>((*head)[static_cast<std::size_t>(i)]);
+  return n;
+}
+
 }  // namespace
 
 gid_t group_of(uid_t uid) {
@@ -54,7 +65,7 @@ gid_t group_of(uid_t uid) {
   return entry ? entry->gid : static_cast<gid_t>(uid);
 }
 
-Expected<Project> locate_project(const std::string& dir) {
+Expected<Project> locate_project(const std::string& dir, bool owner_checked) {
   Project p;
   std::string start = real_path(dir);
   if (start.empty()) return Error{"project directory", dir, errno == 0 ? ENOENT : errno, Errc::bad_config};
@@ -94,7 +105,8 @@ Expected<Project> locate_project(const std::string& dir) {
     p.common_dir = p.git_dir;
   }
   if (p.common_dir.empty()) return Error{"find the repository's common dir", p.git_dir, ENOENT};
-  if (auto r = check_owner(p.common_dir); !r) return std::move(r).error();
+  if (owner_checked)
+    if (auto r = check_owner(p.common_dir); !r) return std::move(r).error();
   return p;
 }
 
@@ -108,7 +120,8 @@ Expected<Project> find_project(const std::string& dir) {
   return p;
 }
 
-Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirty, Notes& notes) {
+Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirty, Notes& notes,
+                             const Progress& progress, std::uint32_t progress_after_ms) {
   s.common_dir = project.common_dir;
   s.base = project.head;
   for (const char* d : {"/tree", "/git/admin"})
@@ -126,8 +139,12 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   auto env = git::repo_env(project.common_dir, s.tree(), admin + "/index", s.objects());
   if (auto r = git::capture({"read-tree", s.base}, env, "read the base commit into the index"); !r)
     return std::move(r).error();
-  if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the worktree"); !r)
-    return std::move(r).error();
+  {
+    ProgressWatch watch(progress, progress_after_ms, "checking out " + s.base.substr(0, 12), s.tree(),
+                        index_entries(admin + "/index"));
+    if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the worktree"); !r)
+      return std::move(r).error();
+  }
   if (auto r = fs::write_file(s.tree() + "/.git", std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r)
     return r;
   if (allow_dirty) {

@@ -346,5 +346,33 @@ TEST_F(Doctor, TheWorkspaceRowsBlockForTheWorkspaceThisProjectGets) {
             std::string::npos);
 }
 
+// A repository of another uid: chock run refuses it (its git would run that
+// uid's configuration), so doctor flags the project and still tries and
+// prints every layer of the machine.
+TEST_F(Doctor, ARepositoryOfAnotherUidIsOneRowAndEveryOtherRowIsPrinted) {
+  if (!test::running_as_root()) GTEST_SKIP() << "making a repository of another uid takes root";
+  RunOptions git_env;
+  git_env.cwd = project_;
+  git_env.env = {{"GIT_CONFIG_GLOBAL", "/dev/null"}, {"GIT_CONFIG_SYSTEM", "/dev/null"}};
+  ASSERT_EQ(test::run_process({"git", "init", "-q"}, git_env).status, 0);
+  ASSERT_EQ(test::run_process({"chown", "-R", "61000:61000", project_}, git_env).status, 0);
+  const Output o = doctor();
+  EXPECT_EQ(o.status, 2) << o.out << o.err;
+  const auto rows = human_rows(o.out);
+  for (const char* name : {"user namespace", "landlock", "seccomp", "git", "disk limit"})
+    EXPECT_EQ(rows.count(name), 1U) << name << " is missing:\n" << o.out;
+  ASSERT_EQ(rows.count("project"), 1U) << o.out;
+  const HumanRow& project = rows.at("project");
+  EXPECT_TRUE(project.blocks);
+  EXPECT_EQ(project.state, "off");
+  EXPECT_NE(project.reason.find("refusing a repository that belongs to uid 61000"), std::string::npos)
+      << project.reason;
+  EXPECT_NE(project.reason.find("git says: fatal: detected dubious ownership"), std::string::npos)
+      << project.reason;
+  EXPECT_NE(o.out.find("a first run cannot work here: project is off"), std::string::npos) << o.out;
+  // Every other row is the machine's: as many as outside a repository, and one more.
+  EXPECT_GE(rows.size(), 20U) << o.out;
+}
+
 }  // namespace
 }  // namespace chock

@@ -2,11 +2,19 @@
 // caller (".root") and dropped to an unprivileged uid (".user"). A ".root" run
 // by someone who is not root skips, with exit 77, rather than repeating the
 // unprivileged run under the wrong name.
+//
+// Every suite runs with a HOME and XDG directories of its own, made here and
+// removed at the end: a test that forgets to point Chock (or npm, or git) at
+// its temporary directory writes there, never into the person's home. CI
+// checks that a run left nothing in $HOME (.ci/run).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+
+#include "process.hpp"
 
 int main(int argc, char** argv) {
   const char* expect_root = std::getenv("CHOCK_TEST_EXPECT_ROOT");
@@ -14,6 +22,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "skipped: this run is the root caller's, and this process is not root\n");
     return 77;
   }
+  const chock::test::TempDir home("chock-test-home");
+  for (const auto& [name, sub] : {std::pair<const char*, const char*>{"HOME", ""},
+                                  {"XDG_DATA_HOME", "/.local/share"},
+                                  {"XDG_STATE_HOME", "/.local/state"},
+                                  {"XDG_CONFIG_HOME", "/.config"},
+                                  {"XDG_CACHE_HOME", "/.cache"}})
+    ::setenv(name, (home.path() + sub).c_str(), 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

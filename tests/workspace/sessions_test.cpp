@@ -178,5 +178,25 @@ TEST(WorkspaceRemove, TakesTheLogUnlessKeepLog) {
   EXPECT_EQ(f.chock({"sessions", "verify", b}).status, 0);
 }
 
+// "No such session" is one exit status in every command that takes one.
+TEST(NoSuchSession, EveryCommandExits125AndSaysSoInOneLine) {
+  Fixture f;
+  f.init_git();
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", "--session", "nosuch", "--", "true"},
+      {"apply", "nosuch", "--yes"},
+      {"workspace", "remove", "nosuch"},
+      {"workspace", "adopt", "nosuch"},
+      {"sessions", "verify", "nosuch"},
+  };
+  for (const auto& args : commands) {
+    Output o = f.chock(args);
+    EXPECT_EQ(o.status, 125) << describe(o);
+    EXPECT_EQ(o.err.rfind("chock: no ", 0), 0U) << describe(o);
+    EXPECT_NE(o.err.find("session 'nosuch'"), std::string::npos) << describe(o);
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "more than one line: " << describe(o);
+  }
+}
+
 }  // namespace
 }  // namespace chock::test::ws
