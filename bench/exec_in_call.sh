@@ -20,12 +20,9 @@ git -C "$project" -c user.name=b -c user.email=b@example.com commit -qm x
 export XDG_DATA_HOME=$scratch/data XDG_STATE_HOME=$scratch/state XDG_CONFIG_HOME=$scratch/config
 # Prints the microseconds one exec took, averaged over the loop.
 loop='a=$(date +%s%N); i=0; while [ $i -lt '$n' ]; do /bin/true; i=$((i+1)); done; b=$(date +%s%N); echo $(( (b-a)/1000/'$n' ))'
-bwrap_cmd="bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr"
-for d in bin lib lib64 sbin; do
-  if [ -L "/$d" ]; then bwrap_cmd="$bwrap_cmd --symlink $(readlink "/$d") /$d"
-  elif [ -d "/$d" ]; then bwrap_cmd="$bwrap_cmd --ro-bind /$d /$d"; fi
-done
-bwrap_cmd="$bwrap_cmd --ro-bind /etc /etc --proc /proc --dev /dev"
+# shellcheck source=bench/bwrap_like.sh
+. "$(cd "$(dirname "$0")" && pwd)/bwrap_like.sh"
+bwrap_cmd=$(bwrap_like)
 printf '| round | chock run, preload (us) | chock run, no preload (us) | bwrap (us) |\n|---|---|---|---|\n'
 r=1
 while [ "$r" -le "$rounds" ]; do

@@ -17,12 +17,9 @@ runs=${2:-300}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v bwrap >/dev/null || { echo "startup.sh: needs bwrap (apt-get install bubblewrap)" >&2; exit 2; }
 
-bwrap_cmd="$(command -v bwrap) --unshare-all --die-with-parent --new-session --ro-bind /usr /usr"
-for d in bin lib lib64 sbin; do
-  if [ -L "/$d" ]; then bwrap_cmd="$bwrap_cmd --symlink $(readlink "/$d") /$d"
-  elif [ -d "/$d" ]; then bwrap_cmd="$bwrap_cmd --ro-bind /$d /$d"; fi
-done
-bwrap_cmd="$bwrap_cmd --ro-bind /etc /etc --proc /proc --dev /dev /bin/true"
+# shellcheck source=bench/bwrap_like.sh
+. "$here/bwrap_like.sh"
+bwrap_cmd="$(bwrap_like) /bin/true"
 
 scratch=$(mktemp -d /tmp/chock-bench.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT

@@ -127,18 +127,28 @@ class Schema {
     return policy::Rule{action->value.text, *parsed, origin(item)};
   }
 
-  // `project_dir` empty: the bundle's entries, which name no project to look in.
-  Expected<std::vector<std::string>> deny_read(const Value& list, const std::string& project_dir) const {
+  // A tuple of at most `max` strings, each checked (and perhaps rewritten) by `entry`.
+  template <class Entry>
+  Expected<std::vector<std::string>> strings(const Value& list, const std::string& key, std::size_t max,
+                                             Entry entry) const {
     if (auto ok = expect_tuple(list); !ok) return ok.error();
     std::vector<std::string> out;
     for (const Value& item : list.items) {
-      if (out.size() == kMaxDenyRead)
-        return at(item, "more than " + std::to_string(kMaxDenyRead) + " deny_read entries");
+      if (out.size() == max) return at(item, "more than " + std::to_string(max) + " " + key + " entries");
       if (auto ok = expect(item, Value::Kind::string); !ok) return ok.error();
-      if (auto ok = deny_entry(item, project_dir); !ok) return ok.error();
-      out.push_back(item.text);
+      Expected<std::string> value = entry(item);
+      if (!value) return std::move(value).error();
+      out.push_back(std::move(*value));
     }
     return out;
+  }
+
+  // `project_dir` empty: the bundle's entries, which name no project to look in.
+  Expected<std::vector<std::string>> deny_read(const Value& list, const std::string& project_dir) const {
+    return strings(list, "deny_read", kMaxDenyRead, [&](const Value& item) -> Expected<std::string> {
+      if (auto ok = deny_entry(item, project_dir); !ok) return ok.error();
+      return item.text;
+    });
   }
 
   // What every path of the project named in a file must be: relative, no
@@ -186,12 +196,7 @@ class Schema {
   // .toolchain_paths of the operator's file: absolute (or ~/...), no '.' or
   // '..' component, an existing directory reached without a symbolic link.
   Expected<std::vector<std::string>> toolchain_paths(const Value& list, const std::string& home) const {
-    if (auto ok = expect_tuple(list); !ok) return ok.error();
-    std::vector<std::string> out;
-    for (const Value& item : list.items) {
-      if (out.size() == kMaxCarry)
-        return at(item, "more than " + std::to_string(kMaxCarry) + " toolchain_paths entries");
-      if (auto ok = expect(item, Value::Kind::string); !ok) return ok.error();
+    return strings(list, "toolchain_paths", kMaxCarry, [&](const Value& item) -> Expected<std::string> {
       std::string p = item.text;
       const std::string quoted = quote(p);
       if (p.starts_with("~/")) {
@@ -223,9 +228,8 @@ class Schema {
           break;
         }
       }
-      out.push_back(p);
-    }
-    return out;
+      return p;
+    });
   }
 
   // .carry: directories the git workspace shows copy-on-write from the real
@@ -233,12 +237,7 @@ class Schema {
   // a denied file inside a carried directory is covered there.
   Expected<std::vector<std::string>> carry(const Value& list, const std::string& project_dir,
                                            const std::vector<std::string>& denied) const {
-    if (auto ok = expect_tuple(list); !ok) return ok.error();
-    std::vector<std::string> out;
-    for (const Value& item : list.items) {
-      if (out.size() == kMaxCarry)
-        return at(item, "more than " + std::to_string(kMaxCarry) + " carry entries");
-      if (auto ok = expect(item, Value::Kind::string); !ok) return ok.error();
+    return strings(list, "carry", kMaxCarry, [&](const Value& item) -> Expected<std::string> {
       if (auto ok = project_path(item, "carry", "directory"); !ok) return ok.error();
       const std::string& p = item.text;
       const std::string quoted = quote(p);
@@ -254,9 +253,8 @@ class Schema {
       if (::lstat(full.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
         return at(item, quoted + (S_ISLNK(st.st_mode) ? " is a symbolic link" : " is not a directory") +
                             "; carry takes directories of the project");
-      out.push_back(p);
-    }
-    return out;
+      return p;
+    });
   }
 
   Expected<LimitsSpec> limits(const Value& s) const {

@@ -329,8 +329,8 @@ TEST(ConfigOperator, LimitsOnly) {
   ASSERT_FALSE(policy);
   EXPECT_EQ(
       policy.error().message(),
-      "/h/config.zon:1:4: error: unknown key '.policy' in the operator's config.zon; the only key there is "
-      ".limits");
+      "/h/config.zon:1:4: error: unknown key '.policy' in the operator's config.zon; the keys there are "
+      ".limits and .toolchain_paths");
 }
 
 TEST(ConfigBundle, PolicyLimitsAndDenyRead) {
@@ -473,7 +473,8 @@ TEST(ConfigFiles, OperatorFileFromXdgOrHome) {
   EXPECT_EQ(
       bad.error().message(),
       home_file +
-          ":1:37: error: unknown key '.network' in the operator's config.zon; the only key there is .limits");
+          ":1:37: error: unknown key '.network' in the operator's config.zon; the keys there are .limits and "
+          ".toolchain_paths");
 }
 
 TEST(ConfigFiles, BundleFile) {
