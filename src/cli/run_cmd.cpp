@@ -183,8 +183,8 @@ void end_one_call(const workspace::Session& s) {
     std::fprintf(stderr, "chock: session %s kept: %s\n", s.id.c_str(), printable(end->problem).c_str());
   } else if (s.kind == workspace::Kind::git) {
     std::fprintf(stderr,
-                 "chock: session %s kept: %llu commit(s) not applied; `chock apply %s` applies them, "
-                 "--session %s continues it\n",
+                 "chock: session %s kept: %llu commit(s) not applied; `chock apply %s` applies those of its "
+                 "HEAD, --session %s continues it\n",
                  s.id.c_str(), static_cast<unsigned long long>(end->pending), s.id.c_str(), s.id.c_str());
   } else {
     std::fprintf(stderr,
@@ -348,9 +348,11 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--project", o->project, "The project (default: the current directory)");
   cmd->add_option("--session", o->session, "Run in this session's workspace (default: a new session)");
   cmd->add_flag("--allow-dirty", o->allow_dirty, "Carry uncommitted work into a new git workspace");
+  CLI::Option* session_option = cmd->get_option("--session");
   cmd->add_flag("--keep", o->keep,
                 "Keep the new session for more calls even if this call leaves nothing (default: a session "
-                "of one call, removed when it leaves no commit or change)");
+                "of one call, removed when it leaves no commit or change)")
+      ->excludes(session_option);
   cmd->add_option("--deny", o->deny, "A project file to cover with the deny notice (repeatable)")
       ->type_size(1)
       ->expected(1)

@@ -134,21 +134,28 @@ Expected<Refs> repository_refs(const std::string& common_dir) {
   return parse_packed(*out);
 }
 
-Expected<std::vector<std::string>> own_branches_and_tags(const Session& s) {
+Expected<Refs> changed(const Session& s) {
   // Against what Chock gave the last call, not the repository now: a branch
   // that moved since (an apply moves one) is not the session's doing.
   Refs given;
   if (auto text = fs::read_file_nofollow(s.dir + "/git/view/packed-refs", kMaxPackedBytes); text)
     given = parse_packed(*text);
-  const Refs* real = &given;
   auto refs = read(s);
   if (!refs) return std::move(refs).error();
-  std::vector<std::string> own;
+  Refs out;
   for (const auto& [name, id] : *refs) {
-    if (!name.starts_with("refs/heads/") && !name.starts_with("refs/tags/")) continue;
-    auto it = real->find(name);
-    if (it == real->end() || it->second != id) own.push_back(name);
+    auto it = given.find(name);
+    if (it == given.end() || it->second != id) out[name] = id;
   }
+  return out;
+}
+
+Expected<std::vector<std::string>> own_branches_and_tags(const Session& s) {
+  auto refs = changed(s);
+  if (!refs) return std::move(refs).error();
+  std::vector<std::string> own;
+  for (const auto& [name, id] : *refs)
+    if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) own.push_back(name);
   return own;
 }
 

@@ -38,6 +38,9 @@ Refs merge(const Refs& before, const Refs& real, const Refs& session);
 // under refs/ over them. Read beneath the common dir without following a
 // link; what is not a small regular file holding an object id is skipped.
 Expected<Refs> read(const Session& s);
+// Every ref of the session (branches, tags, the stash, notes) that it made
+// or moved since Chock last brought its refs up to date.
+Expected<Refs> changed(const Session& s);
 // The repository's branches and tags, as git lists them there.
 Expected<Refs> repository_refs(const std::string& common_dir);
 // The branches and tags the session made or moved since Chock last brought

@@ -5,6 +5,7 @@
 #include "workspace/git.hpp"
 #include "workspace/overlay_scan.hpp"
 #include "workspace/session_git.hpp"
+#include "workspace/session_refs.hpp"
 #include "workspace/store.hpp"
 
 namespace chock::workspace {
@@ -12,10 +13,11 @@ namespace chock::workspace {
 namespace {
 
 struct Pending {
-  std::uint64_t count = 0;
-  std::string head;      // git
-  std::string problem;   // the count could not be known
-  bool hostile = false;  // because the call left what Chock refuses to read
+  std::uint64_t count = 0;  // commits of HEAD not applied, or changed paths
+  std::uint64_t own = 0;    // git: commits only the session's own refs reach (a branch, the stash)
+  std::string head;         // git
+  std::string problem;      // the count could not be known
+  bool hostile = false;     // because the call left what Chock refuses to read
 };
 
 Pending pending_of(const Session& s) {
@@ -47,6 +49,23 @@ Pending pending_of(const Session& s) {
     return p;
   }
   p.count = std::stoull(git::chomp(*n));
+  // Work on the session's own refs (a branch it made, a stash, notes) is
+  // work too: removing the session would lose it.
+  auto own = session_refs::changed(s);
+  if (!own) {
+    p.problem = own.error().message();
+    return p;
+  }
+  if (own->empty()) return p;
+  std::vector<std::string> args{"rev-list", "--count"};
+  for (const auto& [name, id] : *own) args.push_back(id);
+  args.insert(args.end(), {"--not", *head, "--branches", "--tags"});
+  auto m = git::capture(args, session_git::env(s), "count the commits of the session's own refs");
+  if (!m) {
+    p.problem = m.error().message();
+    return p;
+  }
+  p.own = std::stoull(git::chomp(*m));
   return p;
 }
 
@@ -67,7 +86,7 @@ Expected<std::vector<SessionInfo>> list() {
     }
     info.session = std::move(*s);
     Pending p = pending_of(info.session);
-    info.pending = p.count;
+    info.pending = p.count + p.own;
     info.problem = p.problem;
     info.size_bytes = fs::disk_usage(info.session.dir);
     out.push_back(std::move(info));
@@ -86,9 +105,9 @@ Expected<Ending> remove_if_empty(const std::string& id) {
     return end;
   }
   Pending p = pending_of(s);
-  end.pending = p.count;
+  end.pending = p.count + p.own;
   end.problem = p.problem;
-  if (p.count > 0 || !p.problem.empty()) return end;
+  if (end.pending > 0 || !p.problem.empty()) return end;
   if (s.kind == Kind::git)
     (void)git::run({"update-ref", "-d", session_git::parked_ref(s)}, git::repo_env(s.common_dir));
   if (auto r = fs::remove_tree(s.dir); !r) return std::move(r).error();
@@ -112,11 +131,17 @@ Expected<std::string> remove(const std::string& id, bool force) {
       return Error{"not removed: session " + id + "'s commits cannot be counted (" + p.problem +
                        "); --force removes it anyway",
                    "", 0};
+    if (p.own > 0 && !force)
+      return Error{"not removed: session " + id + " has " + std::to_string(p.own) +
+                       " commit(s) on refs of its own (a branch, the stash) that its HEAD does not reach; "
+                       "check out what you want in it and apply, or --force to drop them",
+                   "", 0};
     if (p.count > 0 && !force)
       return Error{"not removed: session " + id + " has " + std::to_string(p.count) +
                        " unapplied commit(s); run 'chock apply " + id +
                        "', or --force (the commits are then kept at refs/chock/" + id + ")",
                    "", 0};
+    if (p.own > 0) done += "; " + std::to_string(p.own) + " commit(s) on its own refs were dropped";
     if (p.count > 0) {
       if (auto r = session_git::park(s, p.head); !r) return std::move(r).error();
       done += "; its " + std::to_string(p.count) + " unapplied commit(s) are kept at " +

@@ -54,13 +54,40 @@ TEST(OneCallSession, AGitCallThatCommitsIsKeptAndSaysHowToApply) {
   ASSERT_EQ(o.status, 0) << describe(o);
   const std::string id = session_id(o);
   EXPECT_NE(o.err.find("chock: session " + id + " kept: 1 commit(s) not applied; `chock apply " + id +
-                       "` applies them, --session " + id + " continues it"),
+                       "` applies those of its HEAD, --session " + id + " continues it"),
             std::string::npos)
       << describe(o);
   EXPECT_TRUE(listed(f, id));
   Output apply = f.chock({"apply", id, "--yes"});
   EXPECT_EQ(apply.status, 0) << describe(apply);
   EXPECT_EQ(read_file(f.file("a.txt")), "new\n");
+}
+
+// Nothing is lost: a commit only a branch of the session's own reaches, or a
+// stash, keeps the session, and remove refuses it without --force.
+TEST(OneCallSession, WorkOnTheSessionsOwnBranchOrStashKeepsIt) {
+  Fixture f;
+  f.init_git();
+  Output branch = f.run({},
+                        "git checkout -q -b feat && git commit -q --allow-empty -m on-feat && "
+                        "git checkout -q --detach HEAD~1");
+  ASSERT_EQ(branch.status, 0) << describe(branch);
+  const std::string id = session_id(branch);
+  EXPECT_NE(branch.err.find("chock: session " + id + " kept: 1 commit(s)"), std::string::npos)
+      << describe(branch);
+  Output refused = f.chock({"workspace", "remove", id});
+  EXPECT_EQ(refused.status, 1) << describe(refused);
+  EXPECT_NE(refused.err.find("1 commit(s) on refs of its own (a branch, the stash)"), std::string::npos)
+      << describe(refused);
+  Output prune = f.chock({"workspace", "prune"});
+  EXPECT_NE(prune.err.find("1 session(s) with unapplied work were kept"), std::string::npos)
+      << describe(prune);
+  EXPECT_TRUE(exists(f.sessions() + "/" + id));
+
+  Output stash = f.run({}, "echo more >> a.txt && git stash -q");
+  ASSERT_EQ(stash.status, 0) << describe(stash);
+  EXPECT_NE(stash.err.find(" kept: "), std::string::npos) << describe(stash);
+  EXPECT_TRUE(exists(f.sessions() + "/" + session_id(stash)));
 }
 
 TEST(OneCallSession, AnOverlayCallIsKeptOnlyWhenItChangedSomething) {
