@@ -44,5 +44,54 @@ TEST(Readme, TheMainJobRunsOnTheSampleProject) {
   EXPECT_NE(prune.err.find("pruned 1 session(s)"), std::string::npos) << describe(prune);
 }
 
+// The walk-through of README.md's "The main job", its lines as written, in
+// one shell: the paths it names are a temporary directory's, and ID is the
+// one session left after the --keep line (the first call's was removed).
+TEST(Readme, TheWalkThroughRunsLineByLineAsWritten) {
+  const std::string examples = CHOCK_EXAMPLES_DIR;
+  const std::string readme = examples.substr(0, examples.rfind('/')) + "/README.md";
+  if (::access(readme.c_str(), R_OK) != 0 || ::access((examples + "/greeter/Makefile").c_str(), R_OK) != 0)
+    GTEST_SKIP() << readme << " is not readable by this uid (the source tree is private)";
+  if (::access("/usr/bin/make", X_OK) != 0 || ::access("/usr/bin/cc", X_OK) != 0)
+    GTEST_SKIP() << "make and cc are not installed (scripts/install-deps installs build-essential)";
+  const std::string text = read_file(readme);
+  const auto section = text.find("## The main job");
+  ASSERT_NE(section, std::string::npos);
+  const auto begin = text.find("```sh\n", section);
+  const auto end = text.find("```\n", begin + 6);
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  std::string block = text.substr(begin + 6, end - begin - 6);
+  TempDir dir("chock-walk");
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (auto at = block.find(from); at != std::string::npos; at = block.find(from, at + to.size()))
+      block.replace(at, from.size(), to);
+  };
+  ASSERT_NE(block.find("chock=$PWD/build/bin/chock"), std::string::npos) << block;
+  replace_all("chock=$PWD/build/bin/chock", "chock=" + chock_binary());
+  replace_all("cp -r examples/greeter", "cp -r " + examples + "/greeter");
+  replace_all("/tmp/greeter", dir.path() + "/greeter");
+  replace_all(" ID ", " \"$id\" ");
+  // After the line that keeps a session, ID is that session.
+  const std::string keep_line = "$chock run --keep -- make test";
+  const auto keep = block.find(keep_line);
+  ASSERT_NE(keep, std::string::npos) << block;
+  block.insert(block.find('\n', keep) + 1, "id=$(ls \"$XDG_DATA_HOME/chock/workspaces\")\n");
+  RunOptions o;
+  o.cwd = dir.path();
+  o.env = {{"XDG_DATA_HOME", dir.path() + "/data"},
+           {"XDG_STATE_HOME", dir.path() + "/state"},
+           {"XDG_CONFIG_HOME", dir.path() + "/config"},
+           {"GIT_CONFIG_GLOBAL", "/dev/null"}};
+  o.timeout = std::chrono::seconds(120);
+  Output walk = run_process({"sh", "-ec", block}, o);
+  ASSERT_EQ(walk.status, 0) << block << "\n" << describe(walk);
+  EXPECT_NE(walk.out.find("greet_test: ok"), std::string::npos) << describe(walk);
+  EXPECT_NE(walk.err.find("removed: its call left no commit"), std::string::npos) << describe(walk);
+  EXPECT_NE(walk.err.find("chock: applied 1 commit of session "), std::string::npos) << describe(walk);
+  EXPECT_NE(walk.err.find("chock: pruned 1 session(s)"), std::string::npos) << describe(walk);
+  EXPECT_NE(read_file(dir.path() + "/greeter/greet.c").find("Hi, %s!"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace chock::test::ws
