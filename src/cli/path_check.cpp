@@ -59,8 +59,11 @@ PathReport check_path(const std::string& path, const Config& config) {
         std::find(report.absent.begin(), report.absent.end(), e) == report.absent.end())
       report.absent.push_back(e);
     if (!look_up) continue;
-    if (outside_hit.empty() && is_program(e + "/" + command)) outside_hit = e + "/" + command;
-    if (there && inside_hit.empty() && is_program(e + "/" + command)) inside_hit = e + "/" + command;
+    std::string candidate = e;
+    candidate.append("/").append(command);
+    if (!is_program(candidate)) continue;
+    if (outside_hit.empty()) outside_hit = candidate;
+    if (there && inside_hit.empty()) inside_hit = candidate;
   }
   if (!outside_hit.empty() && outside_hit != inside_hit)
     report.command_line =

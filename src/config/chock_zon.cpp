@@ -220,9 +220,11 @@ class Schema {
       for (std::size_t end = p.find('/', 1);; end = p.find('/', end + 1)) {
         const std::string prefix = p.substr(0, end);
         struct stat st {};
-        if (::lstat(prefix.c_str(), &st) != 0) return at(item, quoted + ": " + prefix + " does not exist");
+        const std::string where =
+            quoted + ": " + prefix;  // NOLINT(performance-inefficient-string-concatenation)
+        if (::lstat(prefix.c_str(), &st) != 0) return at(item, where + " does not exist");
         if (S_ISLNK(st.st_mode))
-          return at(item, quoted + ": " + prefix + " is a symbolic link; name the directory it leads to");
+          return at(item, where + " is a symbolic link; name the directory it leads to");
         if (end == std::string::npos) {
           if (!S_ISDIR(st.st_mode)) return at(item, quoted + " is not a directory");
           break;

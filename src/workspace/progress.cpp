@@ -32,7 +32,7 @@ ProgressWatch::~ProgressWatch() {
   if (reported_) report_(what_, total_, total_);
 }
 
-void ProgressWatch::watch(std::string dir) {
+void ProgressWatch::watch(const std::string& dir) {
   using namespace std::chrono_literals;
   const std::uint64_t at_start = free_inodes(dir);
   const auto start = std::chrono::steady_clock::now();

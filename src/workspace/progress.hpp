@@ -26,7 +26,7 @@ class ProgressWatch {
   ~ProgressWatch();
 
  private:
-  void watch(std::string dir);
+  void watch(const std::string& dir);
 
   const Progress& report_;
   std::string what_;

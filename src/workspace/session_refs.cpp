@@ -88,7 +88,7 @@ Refs parse_packed(std::string_view text) {
 
 std::string packed_text(const Refs& refs) {
   std::string text = "# pack-refs with: sorted \n";
-  for (const auto& [name, id] : refs) text += id + " " + name + "\n";
+  for (const auto& [name, id] : refs) text.append(id).append(" ").append(name).append("\n");
   return text;
 }
 
