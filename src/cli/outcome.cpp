@@ -58,6 +58,11 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
     std::fprintf(stderr, "%s\n", named.c_str());
   } else if (r.signal) {
     std::fprintf(stderr, "chock: the program was killed by %s\n", signal_words(*r.signal).c_str());
+  } else if (!r.exit_code) {
+    // Never a silent 125: the keeper's report of the program's end did not come.
+    std::fprintf(stderr,
+                 "chock: the call ended without a status Chock could read (the sandbox's report of the "
+                 "program's end was lost)\n");
   }
   // The program's own words ("Could not resolve host", "Network is
   // unreachable") do not say that the sandbox refused it.
