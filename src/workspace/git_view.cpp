@@ -124,20 +124,6 @@ Expected<std::string> generated_config(const std::string& real_common) {
   return out;
 }
 
-Expected<std::vector<std::string>> branches_and_tags(const std::string& real_common) {
-  auto out = git::capture({"for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", "refs/tags/"},
-                          git::repo_env(real_common), "list the repository's branches and tags");
-  if (!out) return std::move(out).error();
-  return git::split(*out, '\n');
-}
-
-// Sorted by name, as for-each-ref lists them; tags are peeled by git on demand.
-Expected<void> write_packed_refs(const std::string& view, const std::vector<std::string>& refs) {
-  std::string text = "# pack-refs with: sorted \n";
-  for (const auto& line : refs) text += line + "\n";
-  return fs::write_file_atomic(view + "/packed-refs", text);
-}
-
 // Copies a small regular file of the real git dir into the view, if it is there.
 Expected<void> copy_if_there(const std::string& from, const std::string& to) {
   auto text = fs::read_file_nofollow(from, 16 << 20);
@@ -149,7 +135,7 @@ Expected<void> copy_if_there(const std::string& from, const std::string& to) {
 // tip made since the session began that reaches a denied path is left out
 // of the view (its ref and its objects), and said. A changed deny list
 // starts the store again: an older pack may hold what is now denied.
-Expected<void> pack_reachable(const Session& s, const std::string& view, std::vector<std::string>& refs,
+Expected<void> pack_reachable(const Session& s, const std::string& view, session_refs::Refs& refs,
                               Notes& notes) {
   std::string objects = view + "/objects";
   std::string denied;
@@ -168,7 +154,7 @@ Expected<void> pack_reachable(const Session& s, const std::string& view, std::ve
   std::set<std::string> wanted;
   if (!done.count(s.base)) wanted.insert(s.base);  // checked when the session was made
   for (auto it = refs.begin(); it != refs.end();) {
-    std::string oid = it->substr(0, it->find(' '));
+    const std::string oid = it->second;
     if (done.count(oid) || wanted.count(oid)) {
       ++it;
       continue;
@@ -180,7 +166,7 @@ Expected<void> pack_reachable(const Session& s, const std::string& view, std::ve
     auto holds = git::capture(args, env, "look for denied files in a new branch or tag");
     if (!holds) return std::move(holds).error();
     if (!holds->empty()) {
-      notes.push_back(it->substr(it->find(' ') + 1) +
+      notes.push_back(it->first +
                       " is not in this call's view of the repository: it holds a version of a denied file");
       it = refs.erase(it);
       continue;
@@ -235,13 +221,7 @@ Expected<void> give_to_caller(const Session& s, const std::string& path) {
 // The session's refs/ and packed-refs (session_refs.hpp): the real branches
 // and tags brought up to date where the session left them as they were.
 // What a call put in their place (a link, a file for a directory) goes.
-Expected<void> update_own_refs(const Session& s, const std::string& view,
-                               const std::vector<std::string>& real_lines) {
-  session_refs::Refs real;
-  for (const auto& line : real_lines) {
-    const auto space = line.find(' ');
-    if (space != std::string::npos) real[line.substr(space + 1)] = line.substr(0, space);
-  }
+Expected<void> update_own_refs(const Session& s, const std::string& view, const session_refs::Refs& real) {
   session_refs::Refs before;
   if (auto text = fs::read_file_nofollow(view + "/packed-refs", 64 << 20); text)
     before = session_refs::parse_packed(*text);
@@ -305,13 +285,14 @@ Expected<void> refresh_view(const Session& s, Notes& notes) {
   std::string view = view_dir(s);
   for (const char* d : {"", "/refs", "/refs/heads", "/refs/tags", "/info", "/hooks"})
     if (auto r = fs::make_dirs(view + d); !r) return r;
-  auto refs = branches_and_tags(s.common_dir);
+  auto refs = session_refs::repository_refs(s.common_dir);
   if (!refs) return std::move(refs).error();
   if (view_has_own_objects(s)) {
     if (auto r = pack_reachable(s, view, *refs, notes); !r) return r;
   }
   if (auto r = update_own_refs(s, view, *refs); !r) return r;
-  if (auto r = write_packed_refs(view, *refs); !r) return r;
+  // What the view says now is where the next call's merge starts from.
+  if (auto r = fs::write_file_atomic(view + "/packed-refs", session_refs::packed_text(*refs)); !r) return r;
   if (auto r = fs::write_file_atomic(view + "/HEAD", s.base + "\n"); !r) return r;
   if (auto r = copy_if_there(s.common_dir + "/shallow", view + "/shallow"); !r) return r;
   for (const char* f : {"/info/exclude", "/info/attributes"})
