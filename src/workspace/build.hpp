@@ -67,5 +67,8 @@ std::string url_without_secrets(const std::string& url);
 
 // gid to give the run uid's files: its primary group, else the same number.
 gid_t group_of(uid_t uid);
+// A root caller's: gives `path` (made by Chock) to the uid the call runs as,
+// the link itself if it is one. Nothing for anyone else.
+Expected<void> give_to_owner(const Session& session, const std::string& path);
 
 }  // namespace chock::workspace::build

@@ -16,42 +16,9 @@
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 
-namespace chock::workspace {
-
-Expected<void> validate_carry_path(const std::string& path) {
-  auto bad = [&](const std::string& why) {
-    return Error{"--carry " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0,
-                 Errc::bad_config};
-  };
-  if (path.empty()) return bad("empty path");
-  if (path[0] == '/') return bad("absolute paths are refused; name a directory relative to the project");
-  if (path.back() == '/') return bad("write the directory without a trailing '/'");
-  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each directory");
-  for (char c : path)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control characters are refused");
-  std::size_t begin = 0;
-  while (begin <= path.size()) {
-    std::size_t end = path.find('/', begin);
-    if (end == std::string::npos) end = path.size();
-    const std::string part = path.substr(begin, end - begin);
-    if (part.empty()) return bad("empty path component ('//')");
-    if (part == "..") return bad("'..' is refused; a carried path never leaves the project");
-    if (part == ".") return bad("'.' components are refused; write the plain relative path");
-    if (part == ".git") return bad("the repository is never carried");
-    begin = end + 1;
-  }
-  return {};
-}
-
-namespace build {
+namespace chock::workspace::build {
 
 namespace {
-
-Expected<void> give(const std::string& path, const Session& s) {
-  if (::geteuid() != 0 || s.owner == 0) return {};
-  if (::lchown(path.c_str(), s.owner, group_of(s.owner)) != 0) return sys_error("chown", path);
-  return {};
-}
 
 // Why `rel` cannot be carried, or "" when it can. Missing: `missing` is set.
 Expected<std::string> refusal(const Session& s, const std::string& rel, bool& missing) {
@@ -115,7 +82,7 @@ Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, No
     for (const std::string& d : {s.dir + "/carry", s.dir + "/carry/" + std::to_string(index),
                                  carry_upper(s, index), carry_work(s, index)}) {
       if (auto r = fs::make_dirs(d, 0755); !r) return r;
-      if (auto r = give(d, s); !r) return r;
+      if (auto r = give_to_owner(s, d); !r) return r;
     }
     // The mount point inside: a directory of the tree, made beneath it without following a link.
     UniqueFd tree(::open(s.tree().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -143,5 +110,4 @@ Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, No
   return cover_denied(s, inside, notes);
 }
 
-}  // namespace build
-}  // namespace chock::workspace
+}  // namespace chock::workspace::build

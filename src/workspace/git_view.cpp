@@ -211,13 +211,6 @@ Expected<void> link_common(const Session& s) {
   return {};
 }
 
-// Gives `path` (made by Chock, as root) to the uid the call runs as.
-Expected<void> give_to_caller(const Session& s, const std::string& path) {
-  if (::geteuid() != 0 || s.owner == 0) return {};
-  if (::lchown(path.c_str(), s.owner, group_of(s.owner)) != 0) return sys_error("chown", path);
-  return {};
-}
-
 // The session's refs/ and packed-refs (session_refs.hpp): the real branches
 // and tags brought up to date where the session left them as they were.
 // What a call put in their place (a link, a file for a directory) goes.
@@ -243,13 +236,13 @@ Expected<void> update_own_refs(const Session& s, const std::string& view, const 
     return sys_error("remove what the call left in place of refs/", refs);
   for (const char* d : {"", "/heads", "/tags"}) {
     if (auto r = fs::make_dirs(refs + d); !r) return r;
-    if (auto r = give_to_caller(s, refs + d); !r) return r;
+    if (auto r = give_to_owner(s, refs + d); !r) return r;
   }
   if (auto r = fs::write_file_atomic(packed,
                                      session_refs::packed_text(session_refs::merge(before, real, session)));
       !r)
     return r;
-  return give_to_caller(s, packed);
+  return give_to_owner(s, packed);
 }
 
 }  // namespace

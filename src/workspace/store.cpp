@@ -93,6 +93,26 @@ Expected<void> validate_deny_path(const std::string& path) {
   return {};
 }
 
+Expected<void> validate_carry_path(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return Error{"--carry " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0,
+                 Errc::bad_config};
+  };
+  if (path.empty()) return bad("empty path");
+  if (path[0] == '/') return bad("absolute paths are refused; name a directory relative to the project");
+  if (path.back() == '/') return bad("write the directory without a trailing '/'");
+  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each directory");
+  for (char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control characters are refused");
+  for (const auto& part : path_components(path)) {
+    if (part.empty()) return bad("empty path component ('//')");
+    if (part == "..") return bad("'..' is refused; a carried path never leaves the project");
+    if (part == ".") return bad("'.' components are refused; write the plain relative path");
+    if (part == ".git") return bad("the repository is never carried");
+  }
+  return {};
+}
+
 namespace {
 
 nlohmann::json to_json(const Session& s) {

@@ -65,6 +65,12 @@ gid_t group_of(uid_t uid) {
   return entry ? entry->gid : static_cast<gid_t>(uid);
 }
 
+Expected<void> give_to_owner(const Session& s, const std::string& path) {
+  if (::geteuid() != 0 || s.owner == 0) return {};
+  if (::lchown(path.c_str(), s.owner, group_of(s.owner)) != 0) return sys_error("chown", path);
+  return {};
+}
+
 Expected<Project> locate_project(const std::string& dir, bool owner_checked) {
   Project p;
   std::string start = real_path(dir);
