@@ -2,7 +2,7 @@
 // and which addresses it never dials. Every network path of Chock (the
 // filtered mode, fetch_url, MCP servers) judges a name before anything is
 // looked up, resolves it itself, checks each address, and dials the address
-// it checked. This header is the first half: names and address checks.
+// it checked.
 //
 // Action names:
 //   net.connect.<host labels reversed>.<port>   api.github.com:443 -> net.connect.com.github.api.443
@@ -18,11 +18,15 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <chock/error.hpp>
 
@@ -57,6 +61,9 @@ struct Cidr {
 };
 Expected<Cidr> parse_cidr(std::string_view text);
 bool contains(const Cidr& range, const sockaddr_storage& address);
+// Whether the whole range lies in one private range (10/8, 172.16/12,
+// 192.168/16, 100.64/10, fc00::/7): the only addresses an operator can allow.
+bool within_private(const Cidr& range);
 
 // Why Chock never dials `address`, or nullopt when it may: loopback,
 // unspecified, link-local (with the cloud metadata addresses), multicast,
@@ -71,5 +78,126 @@ std::optional<std::string> refusal(const sockaddr_storage& address, const std::v
 std::vector<sockaddr_storage> own_addresses();
 // "198.51.100.7", "2001:db8::1".
 std::string address_text(const sockaddr_storage& address);
+
+// A URL as `chock fetch` takes it: http or https, a host, a port, the path
+// and query. Refused, with what is wrong: another scheme, a user or password
+// ("http://u:p@host/"), a backslash, a space, a control or non-ASCII byte
+// anywhere, a host parse_host refuses. The fragment is dropped (it never
+// leaves the client). text() is the URL rebuilt from its parts, the only
+// form passed on, so that nothing downstream reads a different host from
+// the one judged.
+struct Url {
+  std::string scheme;  // "http" or "https"
+  Host host;
+  std::uint16_t port = 0;  // as written, else 80 or 443
+  std::string target;      // "/" at least: the path, then "?query" if any
+  [[nodiscard]] std::string text() const;
+  [[nodiscard]] std::string authority() const;  // "host", "host:8080", "[2001:db8::1]"
+};
+Expected<Url> parse_url(std::string_view text);
+
+// Resolves a name with a deadline (c-ares: /etc/hosts, then the servers of
+// /etc/resolv.conf), IPv4 and IPv6; an address literal is its own answer.
+// Errors: no answer within the deadline, no such name, no address.
+Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::milliseconds deadline);
+
+// A TCP connection to `address`:`port` within the deadline; a blocking,
+// close-on-exec descriptor the caller owns.
+Expected<int> dial(const sockaddr_storage& address, std::uint16_t port, std::chrono::milliseconds deadline);
+
+// What the policy says of an action, as the caller folds it (the table, a
+// question at the terminal, an answer given earlier).
+struct Ruling {
+  bool allowed = false;
+  std::string decision;  // what the policy answered: "deny", "ask" or "allow"
+  std::string rule;      // where the deciding rule was written; empty for a default
+  std::string refusal;   // when not allowed: why, in words (names the rule)
+};
+using RuleFn = std::function<Ruling(const std::string& action)>;
+
+struct JudgeOptions {
+  std::vector<Cidr> allowed_private;  // the operator's ranges (config.zon .allow_private)
+  std::chrono::milliseconds resolve_deadline{5000};
+  std::chrono::milliseconds connect_deadline{10000};
+  // Where each decision goes (the session log): event name and fields.
+  std::function<void(std::string_view event, const nlohmann::json& fields)> record;
+};
+
+// One decision: the action judged, then (only when allowed) the lookup and
+// the addresses that passed refusal().
+struct Verdict {
+  bool allowed = false;
+  std::string action;
+  Ruling ruling;
+  bool resolved = false;                       // a lookup was made
+  std::vector<sockaddr_storage> addresses;     // the addresses that may be dialled, in the resolver's order
+  std::vector<std::string> refused_addresses;  // "10.0.0.1: a private address (10.0.0.0/8)"
+  std::string refusal;                         // when not allowed: one line naming the rule or the address
+  double resolve_ms = 0;
+};
+
+// A connection the judge made. Bytes read and written through it are
+// counted; its net.connect event is recorded when it closes.
+class Connection {
+ public:
+  Connection() = default;
+  Connection(Connection&& other) noexcept;
+  Connection& operator=(Connection&& other) noexcept;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] const sockaddr_storage& address() const { return address_; }
+  // read(2) and write(2), counted.
+  ssize_t read(void* buffer, std::size_t size);
+  ssize_t write(const void* buffer, std::size_t size);
+  // Counts bytes moved by someone else (a relay splicing the descriptor).
+  void count(std::uint64_t in, std::uint64_t out);
+  void close();
+
+ private:
+  friend class Judge;
+  class Judge* judge_ = nullptr;
+  int fd_ = -1;
+  sockaddr_storage address_{};
+  nlohmann::json event_;
+  std::uint64_t in_ = 0, out_ = 0;
+  std::chrono::steady_clock::time_point opened_;
+};
+
+// The one judge every network path of Chock goes through: the action is
+// judged before anything is looked up, so a refused name is never resolved;
+// then the name is resolved by Chock, each address checked, and the address
+// that was checked dialled (no second lookup).
+class Judge {
+ public:
+  explicit Judge(RuleFn rule, JudgeOptions options = {});
+  // net.connect.<host>.<port>: judged, resolved, checked.
+  Verdict judge_connect(const Host& host, std::uint16_t port);
+  // net.fetch.<host>: the same with the fetch action (the port is the URL's).
+  Verdict judge_fetch(const Host& host);
+  // judge_connect, then a dial of each allowed address in turn until one
+  // answers. A refusal or a failed dial is an Error whose what is the line
+  // to show; either way a net.connect event is recorded.
+  Expected<Connection> connect(const Host& host, std::uint16_t port);
+  // {"connections":N,"refused":N,"bytes_in":N,"bytes_out":N,"hosts":[...]}
+  [[nodiscard]] nlohmann::json summary() const;
+  // Records an event through options.record (nothing when there is none).
+  void record(std::string_view event, const nlohmann::json& fields);
+  // Counts a use of the network that was not a connection of this judge (a
+  // fetch hop): allowed or refused, and the bytes it moved.
+  void tally(const std::string& host, bool allowed, std::uint64_t in, std::uint64_t out);
+  [[nodiscard]] const JudgeOptions& options() const { return options_; }
+
+ private:
+  friend class Connection;
+  Verdict judge(const Host& host, std::string action);
+
+  RuleFn rule_;
+  JudgeOptions options_;
+  std::vector<sockaddr_storage> own_;
+  std::uint64_t connections_ = 0, refused_ = 0, in_ = 0, out_ = 0;
+  std::vector<std::string> hosts_;
+};
 
 }  // namespace chock::net

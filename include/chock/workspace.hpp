@@ -131,6 +131,9 @@ class SessionLock {
 
 // Checks a --session value: 1 to 64 of [a-z0-9_-], starting with a letter or digit.
 Expected<void> validate_session_id(const std::string& id);
+// A new random session id (8 characters of [a-z2-9], a letter first): for a
+// session's directory, or for a log of its own (`chock fetch` without --session).
+Expected<std::string> random_session_id();
 // Checks a --deny value: a relative path of a file, no `..` or `.`
 // component, no glob character, no trailing slash, nothing inside .git.
 Expected<void> validate_deny_path(const std::string& path);

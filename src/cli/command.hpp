@@ -35,6 +35,8 @@ void add_workspace_command(CLI::App& app, Action& action);
 void add_policy_command(CLI::App& app, Action& action);
 // `chock sessions verify SESSION` (sessions_cmd.cpp).
 void add_sessions_command(CLI::App& app, Action& action);
+// `chock fetch URL`: fetch_url on the host side, every hop judged (fetch_cmd.cpp).
+void add_fetch_command(CLI::App& app, Action& action);
 // `chock doctor`: each layer tried on this machine, one row a layer (doctor_cmd.cpp).
 void add_doctor_command(CLI::App& app, Action& action);
 

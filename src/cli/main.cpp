@@ -26,7 +26,7 @@ constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
     {"sandbox", chock::cli::add_sandbox_command}, {"run", chock::cli::add_run_command},
     {"apply", chock::cli::add_apply_command},     {"workspace", chock::cli::add_workspace_command},
     {"policy", chock::cli::add_policy_command},   {"sessions", chock::cli::add_sessions_command},
-    {"doctor", chock::cli::add_doctor_command},
+    {"doctor", chock::cli::add_doctor_command},   {"fetch", chock::cli::add_fetch_command},
 };
 
 int run_main(int argc, char** argv) {

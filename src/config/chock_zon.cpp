@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "chock/net.hpp"
 #include "util/fd.hpp"
 #include "util/passwd.hpp"
 #include "util/size.hpp"
@@ -191,6 +192,21 @@ class Schema {
         return at(item, quoted + " is a directory in the project; deny_read takes files");
     }
     return {};
+  }
+
+  // .allow_private of the operator's file: ranges inside the private ones,
+  // for internal registries. Loopback, link-local, metadata and the rest
+  // cannot be widened by anyone, so a range naming them is refused.
+  Expected<std::vector<std::string>> allow_private(const Value& list) const {
+    return strings(list, "allow_private", kMaxCarry, [&](const Value& item) -> Expected<std::string> {
+      auto range = net::parse_cidr(item.text);
+      if (!range) return at(item, range.error().what);
+      if (!net::within_private(*range))
+        return at(item, quote(item.text) +
+                            " is not inside a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, "
+                            "100.64.0.0/10, fc00::/7); only those can be allowed");
+      return item.text;
+    });
   }
 
   // .toolchain_paths of the operator's file: absolute (or ~/...), no '.' or
@@ -447,6 +463,10 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
     return zon::error_at(display_path, f->at,
                          ".toolchain_paths is the operator's (~/.config/chock/config.zon), not a project's: "
                          "a project could name any directory of yours");
+  if (const zon::Field* f = tree->find("allow_private"))
+    return zon::error_at(display_path, f->at,
+                         ".allow_private is the operator's (~/.config/chock/config.zon), not a project's: "
+                         "a project could open your private network to its calls");
   if (auto ok = schema.only_keys(*tree, {"policy", "deny_read", "carry", "limits", "network"}, "chock.zon");
       !ok)
     return ok.error();
@@ -482,7 +502,9 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (!tree) return tree.error();
   const Schema schema(display_path);
   if (auto ok = schema.expect_struct(*tree); !ok) return ok.error();
-  if (auto ok = schema.only_keys(*tree, {"limits", "toolchain_paths"}, "the operator's config.zon"); !ok)
+  if (auto ok = schema.only_keys(*tree, {"limits", "toolchain_paths", "allow_private"},
+                                 "the operator's config.zon");
+      !ok)
     return ok.error();
   OperatorFile out;
   out.path = display_path;
@@ -491,6 +513,9 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (taken)
     taken = take(*tree, "toolchain_paths", out.toolchain_paths,
                  [&](const zon::Value& v) { return schema.toolchain_paths(v, home_directory()); });
+  if (taken)
+    taken = take(*tree, "allow_private", out.allow_private,
+                 [&](const zon::Value& v) { return schema.allow_private(v); });
   if (!taken) return taken.error();
   return out;
 }

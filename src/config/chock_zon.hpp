@@ -72,6 +72,7 @@ struct OperatorFile {
   std::string path;
   LimitsSpec limits;
   std::vector<std::string> toolchain_paths;  // absolute, `~/` expanded
+  std::vector<std::string> allow_private;    // CIDR ranges inside the private ones the judge may dial
 };
 // $XDG_CONFIG_HOME/chock/config.zon, else ~/.config/chock/config.zon; empty when absent.
 [[nodiscard]] Expected<OperatorFile> read_operator();

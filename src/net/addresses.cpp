@@ -66,6 +66,8 @@ std::optional<std::string> v4_refusal(std::uint32_t a, bool private_allowed) {
   return std::nullopt;
 }
 
+std::optional<std::string> kind_refusal(const sockaddr_storage& address, bool allowed);
+
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
   if (a.ss_family != b.ss_family) return false;
   if (a.ss_family == AF_INET) return v4(a) == v4(b);
@@ -115,18 +117,40 @@ bool contains(const Cidr& range, const sockaddr_storage& address) {
   return address.ss_family == AF_INET6 && prefix_match(v6(address), v6(range.base), range.prefix);
 }
 
+bool within_private(const Cidr& range) {
+  if (range.base.ss_family == AF_INET) {
+    const std::uint32_t a = v4(range.base);
+    const std::pair<std::uint32_t, unsigned> kRanges[] = {
+        {ip(10, 0, 0, 0), 8}, {ip(172, 16, 0, 0), 12}, {ip(192, 168, 0, 0), 16}, {ip(100, 64, 0, 0), 10}};
+    for (const auto& [base, prefix] : kRanges)
+      if (range.prefix >= prefix && in4(a, base, prefix)) return true;
+    return false;
+  }
+  return range.base.ss_family == AF_INET6 && range.prefix >= 7 && (v6(range.base)[0] & 0xfe) == 0xfc;
+}
+
 std::optional<std::string> refusal(const sockaddr_storage& address, const std::vector<Cidr>& allowed_private,
                                    const std::vector<sockaddr_storage>& own) {
   bool allowed = false;
   for (const auto& r : allowed_private) allowed = allowed || contains(r, address);
+  // What the address is says more than that it is this machine's (127.0.0.1 is both).
+  if (auto why = kind_refusal(address, allowed)) return why;
   for (const auto& o : own)
     if (same_address(o, address)) return std::string("an address of this machine");
+  if (address.ss_family == AF_INET6)
+    if (auto inside = carried_v4(v6(address)))
+      for (const auto& o : own)
+        if (o.ss_family == AF_INET && v4(o) == *inside)
+          return std::string("an IPv6 form of an address of this machine");
+  return std::nullopt;
+}
+
+namespace {
+std::optional<std::string> kind_refusal(const sockaddr_storage& address, bool allowed) {
   if (address.ss_family == AF_INET) return v4_refusal(v4(address), allowed);
   if (address.ss_family != AF_INET6) return std::string("not an IPv4 or IPv6 address");
   const std::uint8_t* a = v6(address);
   if (auto inside = carried_v4(a)) {
-    for (const auto& o : own)
-      if (o.ss_family == AF_INET && v4(o) == *inside) return std::string("an address of this machine");
     if (auto why = v4_refusal(*inside, allowed)) return "an IPv6 form of " + *why;
     return std::nullopt;
   }
@@ -141,6 +165,7 @@ std::optional<std::string> refusal(const sockaddr_storage& address, const std::v
   if ((a[0] & 0xfe) == 0xfc && !allowed) return std::string("a private (unique local) address");
   return std::nullopt;
 }
+}  // namespace
 
 std::vector<sockaddr_storage> own_addresses() {
   std::vector<sockaddr_storage> out;

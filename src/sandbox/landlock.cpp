@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstddef>
 #include <utility>
 
 #ifndef SYS_landlock_create_ruleset
@@ -25,6 +26,9 @@ namespace {
 
 constexpr unsigned kCreateRulesetVersion = 1U << 0;
 constexpr int kRulePathBeneath = 1;
+constexpr int kRuleNetPort = 2;                   // ABI 4
+constexpr std::uint64_t kNetBindTcp = 1ULL << 0;  // ABI 4
+constexpr std::uint64_t kNetConnectTcp = 1ULL << 1;
 
 // The kernel's structs, as of ABI 6; older kernels take a prefix.
 struct RulesetAttr {
@@ -35,6 +39,10 @@ struct RulesetAttr {
 struct __attribute__((packed)) PathBeneathAttr {
   std::uint64_t allowed_access;
   std::int32_t parent_fd;
+};
+struct NetPortAttr {
+  std::uint64_t allowed_access;
+  std::uint64_t port;
 };
 
 constexpr std::array<std::pair<std::uint64_t, const char*>, 16> kRightNames = {{
@@ -215,6 +223,35 @@ chock::LandlockReport report(const Prepared& prepared) {
   out.scoped_abstract_unix = (prepared.scoped & scope::abstract_unix_socket) != 0;
   out.scoped_signals = (prepared.scoped & scope::signal) != 0;
   return out;
+}
+
+Expected<bool> confine_to_port(std::uint16_t port) {
+  const int abi = probe_abi();
+  if (abi < 1)
+    return Error{"confine the fetcher", "Landlock is not available", 0, Errc::landlock_unavailable};
+  // Every right but reading and executing is handled, and no rule grants one.
+  const std::uint64_t writes = fs_rights(abi) & ~(right::execute | right::read_file | right::read_dir);
+  RulesetAttr attr{writes, abi >= 4 ? kNetBindTcp | kNetConnectTcp : 0, 0};
+  const std::size_t size =
+      abi >= 4 ? offsetof(RulesetAttr, scoped) : offsetof(RulesetAttr, handled_access_net);
+  const long ruleset = ::syscall(SYS_landlock_create_ruleset, &attr, size, 0U);
+  if (ruleset < 0) return sys_error("confine the fetcher: landlock_create_ruleset");
+  const int fd = static_cast<int>(ruleset);
+  if (abi >= 4) {
+    NetPortAttr rule{kNetConnectTcp, port};
+    if (::syscall(SYS_landlock_add_rule, fd, kRuleNetPort, &rule, 0U) != 0) {
+      Error e = sys_error("confine the fetcher: landlock_add_rule (port)");
+      ::close(fd);
+      return e;
+    }
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::syscall(SYS_landlock_restrict_self, fd, 0U) != 0) {
+    Error e = sys_error("confine the fetcher: landlock_restrict_self");
+    ::close(fd);
+    return e;
+  }
+  ::close(fd);
+  return abi >= 4;
 }
 
 }  // namespace chock::landlock

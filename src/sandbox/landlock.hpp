@@ -81,4 +81,10 @@ bool apply(const Prepared& prepared, Failure* failure) noexcept;
 
 chock::LandlockReport report(const Prepared& prepared);
 
+// The fetcher (chock-fetch-hop) confines itself before it reads a byte from
+// the web: no file written, created or removed anywhere, and (ABI 4 and
+// later) TCP connections to `port` only, no bind. True when the port rule
+// is in force, false on a kernel older than ABI 4.
+Expected<bool> confine_to_port(std::uint16_t port);
+
 }  // namespace chock::landlock

@@ -233,6 +233,18 @@ Expected<SessionLock> lock(const Session& session, bool wait) {
   return held;
 }
 
+Expected<std::string> random_session_id() {
+  // 8 characters of base-32: 40 bits.
+  static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    return sys_error("getrandom");
+  std::string id;
+  for (unsigned char b : bytes) id += kAlphabet[b % 32];
+  if (id[0] >= '2' && id[0] <= '9') id[0] = static_cast<char>('a' + bytes[0] % 26);
+  return id;
+}
+
 namespace store {
 
 std::int64_t now() {
@@ -252,15 +264,11 @@ Expected<std::string> workspaces_dir() {
 Expected<Session> make_session_dir(Kind kind, const std::string& project) {
   auto root = workspaces_dir();
   if (!root) return std::move(root).error();
-  // 8 characters of base-32: 40 bits, and mkdir refuses a collision anyway.
-  static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
+  // mkdir refuses a collision.
   for (int attempt = 0; attempt < 16; ++attempt) {
-    unsigned char bytes[8];
-    if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
-      return sys_error("getrandom");
-    std::string id;
-    for (unsigned char b : bytes) id += kAlphabet[b % 32];
-    if (id[0] >= '2' && id[0] <= '9') id[0] = 'a' + static_cast<char>(bytes[0] % 26);
+    auto fresh = workspace::random_session_id();
+    if (!fresh) return std::move(fresh).error();
+    const std::string& id = *fresh;
     std::string dir = *root + "/" + id;
     if (::mkdir(dir.c_str(), 0755) != 0) {
       if (errno == EEXIST) continue;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "process.hpp"
 
@@ -22,6 +23,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "skipped: this run is the root caller's, and this process is not root\n");
     return 77;
   }
+#ifdef CHOCK_TEST_IN_WORLD
+  // The network suites run inside the test internet (tests/support/net/world.sh).
+  if (std::getenv("CHOCK_WORLD") == nullptr && std::getenv("CHOCK_WORLD_MISSING") == nullptr) {
+    const std::string world = chock::test::program("chock-test-world");
+    std::vector<char*> args{const_cast<char*>("sh"), const_cast<char*>(world.c_str())};
+    for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    ::execv("/bin/sh", args.data());
+    std::perror("chock: exec chock-test-world");
+    return 1;
+  }
+#endif
   const chock::test::TempDir home("chock-test-home");
   for (const auto& [name, sub] : {std::pair<const char*, const char*>{"HOME", ""},
                                   {"XDG_DATA_HOME", "/.local/share"},

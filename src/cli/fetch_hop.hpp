@@ -1,0 +1,45 @@
+// One hop of `chock fetch`: chock-fetch-hop run at an address the judge
+// checked, its body read back and what it reported parsed.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "chock/error.hpp"
+#include "chock/net.hpp"
+
+namespace chock::cli {
+
+struct HopRequest {
+  net::Url url;
+  sockaddr_storage address{};
+  std::uint64_t max_bytes = 0;
+  std::chrono::milliseconds connect_deadline{10000};
+  std::chrono::milliseconds deadline{30000};
+  bool text = false;
+};
+
+struct HopAnswer {
+  long status = 0;
+  std::string content_type;  // control characters stripped
+  std::string location;      // a redirect's target as the server wrote it (absolute), unjudged
+  std::string body;          // the body, or its text with --text; empty for a redirect
+  std::uint64_t bytes = 0;   // decoded body bytes read (before --text)
+  bool cut = false;          // the body passed max_bytes and was cut there
+  std::uint64_t wire_in = 0, wire_out = 0;
+  std::string error;  // the hop failed (connect, TLS, timeout, --text of a non-text page): in words
+};
+
+// Where chock-fetch-hop is: beside the chock binary (a build tree), or in
+// ../libexec/chock/ of it (an installed chock).
+[[nodiscard]] Expected<std::string> find_hop_program();
+
+// Runs the program with an empty environment (no proxy, CA or key-log
+// variables reach libcurl or OpenSSL) and nothing but the two pipes open,
+// killed if it outlives the deadline by five seconds.
+[[nodiscard]] Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& request);
+
+}  // namespace chock::cli

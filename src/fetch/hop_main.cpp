@@ -1,0 +1,164 @@
+// chock-fetch-hop: one HTTP(S) GET for `chock fetch`, at an address Chock
+// already judged and checked. Chock (a static binary) judges, resolves and
+// follows redirects; this small program holds libcurl, and confines itself
+// first: it writes no file and connects to one TCP port only, so the bytes
+// of the web (TLS, compressed bodies, HTML) are parsed where they can reach
+// nothing. It never resolves a name: libcurl is told to connect to the
+// address literal whatever the URL says.
+//
+//   chock-fetch-hop URL ADDRESS PORT MAX_BYTES CONNECT_MS TOTAL_MS TEXT
+//
+// The body (or its text, with TEXT=1) goes to fd 1 unless the answer is a
+// redirect; one JSON line on fd 3 says what happened.
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fetch/html_text.hpp"
+#include "sandbox/landlock.hpp"
+
+namespace {
+
+struct Body {
+  std::string bytes;
+  std::size_t max = 0;
+  bool cut = false;
+};
+
+std::size_t keep(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* body = static_cast<Body*>(user);
+  const std::size_t n = size * count;
+  const std::size_t room = body->max - body->bytes.size();
+  if (n > room) {
+    body->bytes.append(data, room);
+    body->cut = true;
+    return 0;  // stops the transfer: nothing past the cap is even decoded
+  }
+  body->bytes.append(data, n);
+  return n;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+int report(const nlohmann::json& meta) {
+  const std::string line = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return write_all(3, line) ? 0 : 1;
+}
+
+std::uint64_t number(const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  return end != nullptr && *end == '\0' ? v : 0;
+}
+
+bool is_text(const std::string& type) {
+  return type.empty() || type.starts_with("text/") || type.find("json") != std::string::npos ||
+         type.find("xml") != std::string::npos || type.find("javascript") != std::string::npos;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 8) {
+    std::fprintf(stderr, "chock-fetch-hop: run by chock fetch, not by hand\n");
+    return 2;
+  }
+  const std::string url = argv[1], address = argv[2];
+  const auto port = static_cast<std::uint16_t>(number(argv[3]));
+  const std::uint64_t max_bytes = number(argv[4]);
+  const long connect_ms = static_cast<long>(number(argv[5])), total_ms = static_cast<long>(number(argv[6]));
+  const bool text = std::string_view(argv[7]) == "1";
+  nlohmann::json meta = {{"status", 0}, {"content_type", ""}, {"location", ""}, {"bytes", 0}, {"cut", false}};
+
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    meta["error"] = "libcurl did not start";
+    return report(meta);
+  }
+  // libcurl loads what it needs (CA bundle aside) at init; confine before the first byte.
+  auto confined = chock::landlock::confine_to_port(port);
+  if (!confined) {
+    meta["error"] = confined.error().message();
+    return report(meta);
+  }
+  meta["port_confined"] = *confined;
+
+  CURL* curl = curl_easy_init();
+  Body body;
+  body.max = max_bytes;
+  const std::string target = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+  const std::string connect_to = "::" + target + ":" + std::to_string(port);
+  curl_slist* connect_list = curl_slist_append(nullptr, connect_to.c_str());
+  char error[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CONNECT_TO, connect_list);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(curl, CURLOPT_PROXY, "");  // no proxy, whatever the environment says
+  curl_easy_setopt(curl, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_IGNORED));
+  curl_easy_setopt(curl, CURLOPT_USERAGENT,
+                   "Chock-fetch/0.1 (a sandboxed fetch for an AI agent's tool call)");
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING,
+                   "");  // every encoding libcurl decodes; the cap counts decoded bytes
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, total_ms);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  const CURLcode done = curl_easy_perform(curl);
+
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  char* type = nullptr;
+  curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
+  char* location = nullptr;
+  curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
+  curl_off_t received = 0;
+  curl_easy_getinfo(curl, CURLINFO_SIZE_DOWNLOAD_T, &received);
+  curl_off_t headers = 0;
+  curl_easy_getinfo(curl, CURLINFO_HEADER_SIZE, &headers);
+  curl_off_t request = 0;
+  curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &request);
+  meta["status"] = status;
+  meta["content_type"] = chock::fetch::strip_controls(type != nullptr ? type : "");
+  meta["wire_in"] = static_cast<std::uint64_t>(received + headers);
+  meta["wire_out"] = static_cast<std::uint64_t>(request);
+  meta["cut"] = body.cut;
+  if (done != CURLE_OK && !(done == CURLE_WRITE_ERROR && body.cut)) {
+    meta["error"] =
+        std::string(curl_easy_strerror(done)) + (error[0] != '\0' ? std::string(": ") + error : "");
+  } else if (status >= 300 && status < 400 && location != nullptr) {
+    meta["location"] = location;  // Chock judges it before anything follows it
+  } else {
+    std::string out = body.bytes;
+    if (text) {
+      const std::string content_type = meta["content_type"];
+      if (content_type.find("html") != std::string::npos) {
+        out = chock::fetch::html_to_text(body.bytes);
+      } else if (is_text(content_type)) {
+        out = chock::fetch::strip_controls(body.bytes);
+      } else {
+        meta["error"] = "--text: the page is " + content_type + ", not text";
+        out.clear();
+      }
+    }
+    meta["bytes"] = body.bytes.size();
+    if (!write_all(1, out)) meta["error"] = "the body could not be passed on";
+  }
+  curl_easy_cleanup(curl);
+  curl_slist_free_all(connect_list);
+  return report(meta);
+}
