@@ -1,10 +1,11 @@
-// libFuzzer: arbitrary bytes as a host, a host:port and an address range, as
+// libFuzzer: arbitrary bytes as a host, a host:port, a URL and an address range, as
 // the network judge reads them from programs and pages it does not trust.
 // A crash or sanitizer report is a bug; so is a host that parses to an
 // action the policy table refuses, or that parses differently a second time.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "chock/net.hpp"
@@ -22,6 +23,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (auto hp = parse_host_port(text)) {
     if (hp->second == 0) std::abort();
+  }
+  // A URL Chock passes on is its own rebuilt text: that must parse back to itself,
+  // keep the host that was judged and carry no credentials.
+  if (auto url = parse_url(text)) {
+    if (url->scheme != "http" && url->scheme != "https") std::abort();
+    const std::string rebuilt = url->text();
+    auto again = parse_url(rebuilt);
+    if (!again || again->text() != rebuilt || again->host.labels != url->host.labels ||
+        again->port != url->port)
+      std::abort();
+    if (url->authority().find('@') != std::string::npos || url->target.empty() || url->target[0] != '/')
+      std::abort();
   }
   if (auto range = parse_cidr(text)) {
     if (!contains(*range, range->base)) std::abort();

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The test internet's servers, run inside its own network namespace by
 chock-test-world: HTTP on port 80, HTTPS on 443 (a certificate of the test
-CA), and a small DNS server on 53, all on every address of the namespace.
+CA), a small DNS server on 53 and a listener that only accepts on 9, all on
+every address of the namespace.
 
     chock-test-servers WORLD_DIR
 
@@ -9,7 +10,7 @@ The DNS zone is WORLD_DIR/zone.json ({"name": {"A": [...], "AAAA": [...]}});
 a name with "rebind": [first, then] answers `first` once and `then` after;
 a name with "drop": true is never answered. Every query is a line of
 WORLD_DIR/dns.log ("name TYPE"), every HTTP request a JSON line of
-WORLD_DIR/http.log. WORLD_DIR/ready appears once all three listen."""
+WORLD_DIR/http.log. WORLD_DIR/ready appears once all of them listen."""
 import gzip
 import http.server
 import json
@@ -142,6 +143,13 @@ def serve_dns(s):
             s.sendto(answer, peer)
 
 
+def serve_discard(s):
+    """Port 9: accepts and closes at once, for the connect benchmark (bench/net_bench.cpp)."""
+    while True:
+        conn, _ = s.accept()
+        conn.close()
+
+
 def main():
     plain = DualStack(("::", 80), Handler)
     tls = DualStack(("::", 443), Handler)
@@ -151,7 +159,12 @@ def main():
     dns = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     dns.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     dns.bind(("::", 53))
-    for target, args in ((plain.serve_forever, ()), (tls.serve_forever, ()), (serve_dns, (dns,))):
+    discard = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    discard.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    discard.bind(("::", 9))
+    discard.listen(4096)
+    for target, args in ((plain.serve_forever, ()), (tls.serve_forever, ()), (serve_dns, (dns,)),
+                         (serve_discard, (discard,))):
         threading.Thread(target=target, args=args, daemon=True).start()
     open(os.path.join(WORLD, "ready"), "w").close()
     threading.Event().wait()
