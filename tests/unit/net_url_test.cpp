@@ -50,7 +50,8 @@ TEST(HtmlText, ShowsWhatAPersonSeesAndNothingElse) {
   const std::string page =
       "<html><head><title>T</title><script>alert('x')</script><style>p{}</style></head><body>"
       "<h1>One</h1><p>a  b\n c</p><!-- hidden --><template>t</template><ol><li>x</li></ol>"
-      "<p>\xe2\x80\xae" "evil\x1b[31m</p></body></html>";
+      "<p>\xe2\x80\xae"
+      "evil\x1b[31m</p></body></html>";
   EXPECT_EQ(fetch::html_to_text(page), "T\nOne\na b c\n- x\nevil[31m\n");
 }
 
