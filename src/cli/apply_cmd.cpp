@@ -122,20 +122,6 @@ workspace::Approval decide(const workspace::ApplyPlan& plan, const policy::Answe
   return {false, said.refusal + " (or answer in advance: chock apply " + plan.session + " --yes)"};
 }
 
-// The person answered `a`: this session applies without asking again.
-void remember_always(const std::string& id) {
-  auto s = workspace::load(id);
-  if (!s) return;
-  auto held = workspace::lock(*s, true);
-  if (!held) return;
-  auto fresh = workspace::load(id);
-  if (!fresh) return;
-  if (std::find(fresh->always.begin(), fresh->always.end(), policy::kWorkspaceApply) == fresh->always.end())
-    fresh->always.emplace_back(policy::kWorkspaceApply);
-  if (auto saved = workspace::save(*fresh); !saved)
-    std::fprintf(stderr, "chock: warning: could not keep the answer: %s\n", saved.error().message().c_str());
-}
-
 void log_integrate(const workspace::Session& s, const workspace::ApplyOutcome& outcome,
                    const policy::Answer& answer) {
   static constexpr const char* kStates[] = {"applied", "nothing", "refused"};
@@ -185,7 +171,7 @@ int apply(const ApplyOptions& o) {
     std::fprintf(stderr, "chock: %s\n", outcome.error().message().c_str());
     return exit_status_for(outcome.error(), outcome.error().kind == Errc::bad_config ? 2 : 1);
   }
-  if (always) remember_always(id);
+  if (always) remember_always(id, {policy::kWorkspaceApply});
   log_integrate(*session, *outcome, answer);
   // Every line of the message is Chock's, and says so.
   std::string text = outcome->message;

@@ -17,6 +17,7 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
+#include "cli/session_events.hpp"
 #include "log/session_log.hpp"
 #include "workspace/fs.hpp"
 
@@ -41,28 +42,6 @@ struct FetchOptions {
   unsigned timeout_s = 30;
   bool text = false;
   config::LayerOptions layers;
-};
-
-// The session log, or a log of its own when no session was named.
-class FetchLog {
- public:
-  void open(const std::string& project, const std::string& session) {
-    auto opened = log::SessionLog::open(project, session);
-    if (opened)
-      log_.emplace(std::move(*opened));
-    else
-      std::fprintf(stderr, "chock: warning: no session log: %s\n", opened.error().message().c_str());
-  }
-  void add(std::string_view event, const nlohmann::json& fields) {
-    if (!log_) return;
-    if (auto r = log_->append(event, fields); !r) {
-      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
-      log_.reset();
-    }
-  }
-
- private:
-  std::optional<log::SessionLog> log_;
 };
 
 struct Hop {
@@ -126,20 +105,6 @@ std::string text_header(const std::string& asked, const std::string& final_url, 
   return h;
 }
 
-void remember_always(const std::string& id, const std::vector<std::string>& actions) {
-  auto s = workspace::load(id);
-  if (!s) return;
-  auto held = workspace::lock(*s, true);
-  if (!held) return;
-  auto fresh = workspace::load(id);
-  if (!fresh) return;
-  for (const auto& a : actions)
-    if (std::find(fresh->always.begin(), fresh->always.end(), a) == fresh->always.end())
-      fresh->always.push_back(a);
-  if (auto saved = workspace::save(*fresh); !saved)
-    std::fprintf(stderr, "chock: warning: could not keep the answer: %s\n", saved.error().message().c_str());
-}
-
 std::vector<net::Cidr> private_ranges(const config::OperatorFile& op) {
   std::vector<net::Cidr> out;
   for (const auto& text : op.allow_private)
@@ -179,7 +144,7 @@ int fetch(const FetchOptions& o) {
   auto program = find_hop_program();
   if (!program) return fail_line(program.error().message(), kExitChockFailed);
 
-  FetchLog log;
+  SessionEvents log;  // the session's, or a log of its own when no session was named
   const bool own_log = session_id.empty();
   if (own_log) {
     auto id = workspace::random_session_id();

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+
+#include "chock/workspace.hpp"
 
 namespace chock::cli {
 
@@ -35,6 +38,20 @@ Answer ask_terminal(const std::string& action, const std::string& what, bool off
   if (line == "y" || line == "Y" || line == "yes") return {true, false, ""};
   if (offer_always && (line == "a" || line == "A" || line == "always")) return {true, true, ""};
   return {false, false, "you answered no"};
+}
+
+void remember_always(const std::string& id, const std::vector<std::string>& actions) {
+  auto s = workspace::load(id);
+  if (!s) return;
+  auto held = workspace::lock(*s, true);
+  if (!held) return;
+  auto fresh = workspace::load(id);
+  if (!fresh) return;
+  for (const auto& a : actions)
+    if (std::find(fresh->always.begin(), fresh->always.end(), a) == fresh->always.end())
+      fresh->always.push_back(a);
+  if (auto saved = workspace::save(*fresh); !saved)
+    std::fprintf(stderr, "chock: warning: could not keep the answer: %s\n", saved.error().message().c_str());
 }
 
 }  // namespace chock::cli

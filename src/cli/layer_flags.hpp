@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "config/layers.hpp"
 
@@ -25,5 +26,10 @@ struct Answer {
 };
 [[nodiscard]] Answer ask_terminal(const std::string& action, const std::string& what,
                                   bool offer_always = true);
+
+// The person answered `a`: `actions` are answered yes for the rest of
+// session `id` (kept in its session.json, under its lock). A failure is a
+// warning: the answer given still stands for this command.
+void remember_always(const std::string& id, const std::vector<std::string>& actions);
 
 }  // namespace chock::cli

@@ -22,6 +22,7 @@
 #include "cli/layer_flags.hpp"
 #include "cli/outcome.hpp"
 #include "cli/path_check.hpp"
+#include "cli/session_events.hpp"
 #include "cli/terminal.hpp"
 #include "log/session_log.hpp"
 #include "sandbox/kill_naming.hpp"
@@ -99,35 +100,7 @@ nlohmann::json rule_json(const policy::Answer& answer) {
   return j;
 }
 
-// The session log is the record of what happened; a call is not refused
-// because it cannot be written, but the person is told.
-class Events {
- public:
-  Events(const std::string& project, const std::string& session) {
-    auto opened = log::SessionLog::open(project, session);
-    if (opened) {
-      log_.emplace(std::move(*opened));
-    } else {
-      std::fprintf(stderr, "chock: warning: no session log: %s\n", opened.error().message().c_str());
-    }
-  }
-  void add(std::string_view event, const nlohmann::json& fields) {
-    if (!log_) return;
-    if (auto r = log_->append(event, fields); !r) {
-      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
-      log_.reset();
-    }
-  }
-  // Room for the lines after the call, whatever the call does to the disk.
-  void reserve(std::uint64_t bytes) {
-    if (!log_) return;
-    if (auto r = log_->reserve(bytes); !r)
-      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
-  }
-
- private:
-  std::optional<log::SessionLog> log_;
-};
+using Events = SessionEvents;
 
 // The disk guard of a call whose workspace is in `dir`: what it may write
 // (.limits.disk) and the floors its file system keeps. Under the room a
