@@ -330,7 +330,7 @@ TEST(ConfigOperator, LimitsOnly) {
   EXPECT_EQ(
       policy.error().message(),
       "/h/config.zon:1:4: error: unknown key '.policy' in the operator's config.zon; the keys there are "
-      ".limits and .toolchain_paths");
+      ".limits, .toolchain_paths and .allow_private");
 }
 
 TEST(ConfigBundle, PolicyLimitsAndDenyRead) {
@@ -473,8 +473,8 @@ TEST(ConfigFiles, OperatorFileFromXdgOrHome) {
   EXPECT_EQ(
       bad.error().message(),
       home_file +
-          ":1:37: error: unknown key '.network' in the operator's config.zon; the keys there are .limits and "
-          ".toolchain_paths");
+          ":1:37: error: unknown key '.network' in the operator's config.zon; the keys there are .limits, "
+          ".toolchain_paths and .allow_private");
 }
 
 TEST(ConfigFiles, BundleFile) {
@@ -720,3 +720,19 @@ TEST(Timeout, DefaultsToHalfAnHourAndAProjectOnlyLowersIt) {
 }
 
 }  // namespace
+
+TEST(ConfigFiles, OnlyTheOperatorOpensAPrivateRangeAndOnlyAPrivateOne) {
+  auto ok =
+      chock::config::parse_operator(".{ .allow_private = .{ \"10.20.0.0/16\", \"fd12::/16\" } }", "op.zon");
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_EQ(ok->allow_private, (std::vector<std::string>{"10.20.0.0/16", "fd12::/16"}));
+  for (const char* wide : {"169.254.0.0/16", "127.0.0.0/8", "8.8.8.0/24", "10.0.0.0/7"}) {
+    auto bad =
+        chock::config::parse_operator(std::string(".{ .allow_private = .{ \"") + wide + "\" } }", "op.zon");
+    ASSERT_FALSE(bad) << wide;
+    EXPECT_NE(bad.error().message().find("op.zon:1:"), std::string::npos) << bad.error().message();
+  }
+  auto project = chock::config::parse_project(".{ .allow_private = .{ \"10.20.0.0/16\" } }", "chock.zon", "");
+  ASSERT_FALSE(project);
+  EXPECT_NE(project.error().message().find(".allow_private is the operator's"), std::string::npos);
+}
