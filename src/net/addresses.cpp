@@ -140,8 +140,7 @@ std::optional<std::string> refusal(const sockaddr_storage& address, const std::v
   if (address.ss_family == AF_INET6)
     if (auto inside = carried_v4(v6(address)))
       for (const auto& o : own)
-        if (o.ss_family == AF_INET && v4(o) == *inside)
-          return std::string("an address of this machine");
+        if (o.ss_family == AF_INET && v4(o) == *inside) return std::string("an address of this machine");
   return std::nullopt;
 }
 
