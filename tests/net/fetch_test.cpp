@@ -82,6 +82,30 @@ TEST(Fetch, AskWithNobodyAtTheTerminalIsARefusal) {
   EXPECT_EQ(dns_queries("other.chock.test"), 0);
 }
 
+// script(1) gives chock a terminal; the answer is typed on it.
+Output fetch_on_terminal(const std::string& url, const std::string& typed) {
+  RunOptions o;
+  o.stdin_data = typed;
+  o.cwd = project().path();
+  return run_process({"script", "-qec", chock_binary() + " fetch " + url, "/dev/null"}, o);
+}
+
+TEST(Fetch, AskIsAnsweredAtTheTerminalAndOnlyThenLookedUp) {
+  CHOCK_NEED_WORLD();
+  Output no = fetch_on_terminal("http://asked.chock.test/whoami", "n\n");
+  EXPECT_EQ(no.status, 1);
+  EXPECT_TRUE(has(no.out, "fetch http://asked.chock.test/whoami")) << no.out;
+  EXPECT_TRUE(
+      has(no.out, "net.fetch.test.chock.asked asks: go ahead? [y]es, [n]o, [a]lways for this session"))
+      << no.out;
+  EXPECT_TRUE(has(no.out, "you answered no")) << no.out;
+  EXPECT_EQ(dns_queries("asked.chock.test"), 0);
+  Output yes = fetch_on_terminal("http://asked.chock.test/whoami", "y\n");
+  EXPECT_EQ(yes.status, 0) << yes.out;
+  EXPECT_TRUE(has(yes.out, "served at 198.51.100.10")) << yes.out;
+  EXPECT_GE(dns_queries("asked.chock.test"), 1);
+}
+
 TEST(Fetch, ARedirectToADeniedHostIsRefusedAndTheEarlierPageNotReturned) {
   CHOCK_NEED_WORLD();
   auto out = project().fetch({"http://www.chock.test/to?u=http://denied.chock.test/secret"});

@@ -57,6 +57,7 @@ cat >"$world/zone.json" <<'ZONE'
   "www.chock.test": {"A": ["198.51.100.10"], "AAAA": ["2001:db8:100::10"]},
   "v6.chock.test": {"AAAA": ["2001:db8:100::10"]},
   "other.chock.test": {"A": ["198.51.100.10"]},
+  "asked.chock.test": {"A": ["198.51.100.10"]},
   "denied.chock.test": {"A": ["198.51.100.10"]},
   "loopback.chock.test": {"A": ["127.0.0.1"]},
   "private.chock.test": {"A": ["10.0.0.1"]},
