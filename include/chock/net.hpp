@@ -153,7 +153,7 @@ class Connection {
   ssize_t write(const void* buffer, std::size_t size);
   // Counts bytes moved by someone else (a relay splicing the descriptor).
   void count(std::uint64_t in, std::uint64_t out);
-  void close();
+  void close() noexcept;
 
  private:
   friend class Judge;

@@ -53,6 +53,7 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
                                          std::to_string(request.deadline.count()),
                                          request.text ? "1" : "0"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   char* envp[] = {nullptr};

@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -70,7 +71,9 @@ bool is_text(const std::string& type) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int fetch_one(int argc, char** argv) {
   if (argc != 8) {
     std::fprintf(stderr, "chock-fetch-hop: run by chock fetch, not by hand\n");
     return 2;
@@ -161,4 +164,16 @@ int main(int argc, char** argv) {
   curl_easy_cleanup(curl);
   curl_slist_free_all(connect_list);
   return report(meta);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return fetch_one(argc, argv);
+  } catch (const std::exception& e) {
+    // Out of memory, most likely: said as a hop that failed, never a silent end.
+    const std::string line = std::string("{\"error\":\"the fetcher failed: ") + e.what() + "\"}\n";
+    return write_all(3, line) ? 1 : 2;
+  }
 }

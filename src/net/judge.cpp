@@ -128,9 +128,14 @@ nlohmann::json Judge::summary() const {
           {"hosts", hosts_}};
 }
 
-Connection::Connection(Connection&& other) noexcept {
-  *this = std::move(other);
-}
+Connection::Connection(Connection&& other) noexcept
+    : judge_(std::exchange(other.judge_, nullptr)),
+      fd_(std::exchange(other.fd_, -1)),
+      address_(other.address_),
+      event_(std::move(other.event_)),
+      in_(std::exchange(other.in_, 0)),
+      out_(std::exchange(other.out_, 0)),
+      opened_(other.opened_) {}
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
@@ -167,15 +172,20 @@ void Connection::count(std::uint64_t in, std::uint64_t out) {
   out_ += out;
 }
 
-void Connection::close() {
+void Connection::close() noexcept {
   if (fd_ < 0) return;
   ::close(std::exchange(fd_, -1));
   if (judge_ == nullptr) return;
   event_["bytes_in"] = in_;
   event_["bytes_out"] = out_;
   event_["duration_ms"] = ms_since(opened_);
-  judge_->record("net.connect", event_);
-  judge_->tally(event_.value("name", std::string()), true, in_, out_);
+  // The event is the record, not the connection: a failure to make it (out
+  // of memory) must not escape a destructor.
+  try {
+    judge_->record("net.connect", event_);
+    judge_->tally(event_.value("name", std::string()), true, in_, out_);
+  } catch (...) {
+  }
   judge_ = nullptr;
 }
 
