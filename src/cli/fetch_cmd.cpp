@@ -200,9 +200,20 @@ int fetch(const FetchOptions& o) {
       status = v.resolved && v.refused_addresses.empty() ? kFailed : kRefused;
       break;
     }
-    const auto left = deadline - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::steady_clock::now() - started);
+    auto time_left = [&] {
+      return deadline - std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - started);
+    };
+    if (time_left().count() <= 0) {  // the redirects before used the whole --timeout
+      answer = HopAnswer{};
+      failure = url.text() + ": no time left of --timeout " + std::to_string(o.timeout_s) + " s";
+      finish_hop("", "no time left");
+      status = kFailed;
+      break;
+    }
     for (const auto& address : v.addresses) {
+      const auto left = time_left();
+      if (left.count() <= 0) break;  // the answer of the address before stands
       HopRequest request{url,         address,
                          o.max_bytes, std::min<std::chrono::milliseconds>(left, std::chrono::seconds(10)),
                          left,        o.text};

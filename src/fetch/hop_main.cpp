@@ -59,6 +59,7 @@ int report(const nlohmann::json& meta) {
 }
 
 std::uint64_t number(const char* text) {
+  if (*text < '0' || *text > '9') return 0;  // strtoull would take "-5" as a huge number
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text, &end, 10);
   return end != nullptr && *end == '\0' ? v : 0;
@@ -83,6 +84,10 @@ int fetch_one(int argc, char** argv) {
   const std::uint64_t max_bytes = number(argv[4]);
   const long connect_ms = static_cast<long>(number(argv[5])), total_ms = static_cast<long>(number(argv[6]));
   const bool text = std::string_view(argv[7]) == "1";
+  if (port == 0 || max_bytes == 0 || connect_ms <= 0 || total_ms <= 0) {
+    std::fprintf(stderr, "chock-fetch-hop: a port, a byte cap and both deadlines are needed\n");
+    return 2;
+  }
   nlohmann::json meta = {{"status", 0}, {"content_type", ""}, {"location", ""}, {"bytes", 0}, {"cut", false}};
 
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

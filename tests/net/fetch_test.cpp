@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -175,6 +176,18 @@ TEST(Fetch, TextGivesThePagesTextUnderAHeader) {
       "  spacing\n"
       "bellhere\n";
   EXPECT_EQ(out.out, expected);
+}
+
+TEST(Fetch, AServerThatNeverAnswersIsGivenUpOnAtTheTimeout) {
+  CHOCK_NEED_WORLD();
+  const auto start = std::chrono::steady_clock::now();
+  auto out = project().fetch({"http://www.chock.test/slow", "--timeout", "1"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(out.status, 3);
+  EXPECT_TRUE(has(out.err, "Timeout was reached")) << out.err;
+  EXPECT_EQ(out.out, "");
+  // www.chock.test has two addresses: the second is not given a second --timeout.
+  EXPECT_LT(took, std::chrono::milliseconds(1800));
 }
 
 TEST(Fetch, ACookieSetByTheServerIsNotSentBack) {

@@ -21,6 +21,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 import urllib.parse
 
 WORLD = sys.argv[1]
@@ -81,6 +82,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/headers":
             body = "".join("%s: %s\n" % (k, v) for k, v in self.headers.items()).encode()
             self.reply(200, body, [("Content-Type", "text/plain")])
+        elif path == "/slow":
+            time.sleep(20)
+            self.reply(200, b"late\n", [("Content-Type", "text/plain")])
         elif path == "/whoami":
             self.reply(200, ("served at %s\n" % local).encode(), [("Content-Type", "text/plain")])
         else:
