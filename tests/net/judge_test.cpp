@@ -4,7 +4,12 @@
 // internet only (world.sh).
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "chock/net.hpp"
@@ -138,6 +143,37 @@ TEST(Judge, AnIPv6OnlyNameIsDialledOverIPv6) {
   ASSERT_TRUE(c) << c.error().message();
   EXPECT_EQ(net::address_text(c->address()), "2001:db8:100::10");
   EXPECT_NE(whoami(*c, "v6.chock.test").find("served at 2001:db8:100::10"), std::string::npos);
+}
+
+TEST(Dial, AConnectThatNeverCompletesIsGivenUpOnAtTheDeadline) {
+  CHOCK_NEED_WORLD();
+  // A listener that never accepts, its queue full: the kernel drops the next SYN, so a
+  // connect to it waits for as long as the dialler lets it.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t size = sizeof at;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&at), &size), 0);
+  std::vector<int> queued;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at);
+    queued.push_back(fd);
+  }
+  sockaddr_storage to{};
+  std::memcpy(&to, &at, sizeof at);
+  const auto start = std::chrono::steady_clock::now();
+  auto fd = net::dial(to, ntohs(at.sin_port), std::chrono::milliseconds(400));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(fd);
+  EXPECT_EQ(fd.error().code, ETIMEDOUT) << fd.error().message();
+  EXPECT_GE(took, std::chrono::milliseconds(350));
+  EXPECT_LT(took, std::chrono::milliseconds(1500));
+  for (int q : queued) ::close(q);
+  ::close(listener);
 }
 
 TEST(Resolve, ANameServerThatNeverAnswersIsGivenUpOnAtTheDeadline) {
