@@ -16,7 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace chock::net;
   static SyntheticMap map;  // kept across inputs, as for the life of a call
   const std::span<const std::uint8_t> message(data, size);
-  const auto policy = [](const Host& h) { return StubName{h.text.size() % 2 == 0, true, h.text.size() % 3 != 0}; };
+  const auto policy = [](const Host& h) {
+    return StubName{h.text.size() % 2 == 0, true, h.text.size() % 3 != 0};
+  };
   auto answer = stub_answer(message, map, policy);
   if (!answer) return 0;
   const auto& r = *answer;
