@@ -75,6 +75,9 @@ struct Result {
   std::optional<int> signal;                  // or a signal ended it
   std::optional<SetupFailure> setup_failure;  // or Chock could not build the sandbox
   std::optional<int> exec_error;              // or execve failed with this errno
+  // The keeper ended without its report of the program's end (exit_code is
+  // then the keeper's own status, which may not be the program's).
+  bool report_lost = false;
   bool timed_out = false;
   bool cancelled = false;
   std::chrono::nanoseconds duration{};

@@ -58,6 +58,12 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
     std::fprintf(stderr, "%s\n", named.c_str());
   } else if (r.signal) {
     std::fprintf(stderr, "chock: the program was killed by %s\n", signal_words(*r.signal).c_str());
+  } else if (r.report_lost) {
+    // Never a silent 125: the keeper ended without saying how the program did.
+    std::fprintf(stderr,
+                 "chock: the sandbox's report of the program's end was lost; the status %d is the sandbox "
+                 "keeper's own, not necessarily the program's\n",
+                 r.exit_code.value_or(-1));
   } else if (!r.exit_code) {
     // Never a silent 125: the keeper's report of the program's end did not come.
     std::fprintf(stderr,

@@ -40,6 +40,7 @@ std::string Result::to_json() const {
   nlohmann::json j;
   j["exit_status"] = exit_status();
   j["exit_code"] = exit_code ? nlohmann::json(*exit_code) : nlohmann::json(nullptr);
+  if (report_lost) j["report_lost"] = true;
   if (signal) {
     j["signal"] = *signal;
     const char* abbrev = sigabbrev_np(*signal);

@@ -245,8 +245,10 @@ Result Child::wait(int cancel_fd) {
       s.result.signal = info.si_status;
     else if (s.killed)
       s.result.signal = SIGKILL;
-    else
+    else {
       s.result.exit_code = info.si_status;
+      s.result.report_lost = true;
+    }
   }
   if (s.limits) finish_limits(*s.limits, s.result, s.evidence);
   if (!s.disk_stop.empty()) {
