@@ -54,8 +54,8 @@ struct Hop {
 // the page they named, not to where it sends them).
 class FetchRules {
  public:
-  FetchRules(const policy::Table& table, std::vector<std::string> always, std::string asked_url)
-      : table_(table), always_(std::move(always)), asked_url_(std::move(asked_url)) {}
+  FetchRules(const policy::Table& table, std::vector<std::string> always, std::string asked_url, bool session)
+      : table_(table), always_(std::move(always)), asked_url_(std::move(asked_url)), session_(session) {}
   void set_hop(int hop) { hop_ = hop; }
   [[nodiscard]] const std::vector<std::string>& new_always() const { return new_always_; }
 
@@ -77,7 +77,8 @@ class FetchRules {
                   " asks, and a redirect hop is never asked: add a rule to the project's chock.zon, " +
                   ".{ .action = \"" + action + "\", .decision = .allow }";
     } else {
-      Answer said = ask_terminal(action, "fetch " + asked_url_);
+      // `always` is offered only where there is a session to keep it in.
+      Answer said = ask_terminal(action, "fetch " + asked_url_, session_);
       r.allowed = said.approved;
       r.refusal = said.refusal;
       if (said.approved)
@@ -92,6 +93,7 @@ class FetchRules {
   std::vector<std::string> always_;
   std::vector<std::string> new_always_;
   std::string asked_url_;
+  bool session_ = false;
   int hop_ = 0;
 };
 
@@ -157,7 +159,7 @@ int fetch(const FetchOptions& o) {
     std::fprintf(stderr, "chock: fetch logged as session %s\n", session_id.c_str());
   }
 
-  FetchRules rules(layers->table, always, first->text());
+  FetchRules rules(layers->table, always, first->text(), !own_log);
   net::JudgeOptions judge_options;
   judge_options.allowed_private = private_ranges(layers->operator_file);
   judge_options.record = [&](std::string_view event, const nlohmann::json& fields) {
@@ -191,13 +193,16 @@ int fetch(const FetchOptions& o) {
       if (!error.empty()) event["error"] = error;
       log.add("net.fetch", event);
       hops.push_back(event);
+      if (refused.empty() && !error.empty() && answer.wire_out == 0) return;  // nothing was sent anywhere
       judge.tally(url.host.text, refused.empty(), answer.wire_in, answer.wire_out);
     };
     if (!v.allowed) {
       answer = HopAnswer{};
       failure = (hop == 0 ? "" : "redirect " + std::to_string(hop) + " to " + url.text() + ": ") + v.refusal;
-      finish_hop(v.refusal, "");
-      status = v.resolved && v.refused_addresses.empty() ? kFailed : kRefused;
+      // Allowed, then no address at all: a failed lookup, not a refusal.
+      const bool lookup_failed = v.ruling.allowed && v.refused_addresses.empty();
+      finish_hop(lookup_failed ? "" : v.refusal, lookup_failed ? v.refusal : "");
+      status = lookup_failed ? kFailed : kRefused;
       break;
     }
     auto time_left = [&] {

@@ -23,6 +23,7 @@ const NetProject& project() {
                                   {"net.fetch.test.chock.rebind", "allow"},
                                   {"net.fetch.test.chock.corp", "allow"},
                                   {"net.fetch.test.chock.private", "allow"},
+                                  {"net.fetch.test.chock.nosuch", "allow"},
                                   {"net.fetch.test.chock.denied", "deny"}});
   return p;
 }
@@ -96,9 +97,8 @@ TEST(Fetch, AskIsAnsweredAtTheTerminalAndOnlyThenLookedUp) {
   Output no = fetch_on_terminal("http://asked.chock.test/whoami", "n\n");
   EXPECT_EQ(no.status, 1);
   EXPECT_TRUE(has(no.out, "fetch http://asked.chock.test/whoami")) << no.out;
-  EXPECT_TRUE(
-      has(no.out, "net.fetch.test.chock.asked asks: go ahead? [y]es, [n]o, [a]lways for this session"))
-      << no.out;
+  // Without a session there is nothing to keep `always` in, so it is not offered.
+  EXPECT_TRUE(has(no.out, "net.fetch.test.chock.asked asks: go ahead? [y]es, [n]o: ")) << no.out;
   EXPECT_TRUE(has(no.out, "you answered no")) << no.out;
   EXPECT_EQ(dns_queries("asked.chock.test"), 0);
   Output yes = fetch_on_terminal("http://asked.chock.test/whoami", "y\n");
@@ -188,6 +188,18 @@ TEST(Fetch, AServerThatNeverAnswersIsGivenUpOnAtTheTimeout) {
   EXPECT_EQ(out.out, "");
   // www.chock.test has two addresses: the second is not given a second --timeout.
   EXPECT_LT(took, std::chrono::milliseconds(1800));
+}
+
+TEST(Fetch, ANameWithoutAnAddressIsAFailedLookupNotARefusal) {
+  CHOCK_NEED_WORLD();
+  TempDir scratch("chock-fetch-nosuch");
+  auto out = project().fetch({"http://nosuch.chock.test/", "--result", scratch / "r.json"});
+  EXPECT_EQ(out.status, 3) << out.err;
+  EXPECT_TRUE(has(out.err, "resolve nosuch.chock.test: no such name, or no address for it")) << out.err;
+  auto result = nlohmann::json::parse(read_file(scratch / "r.json"));
+  EXPECT_TRUE(result["hops"][0].contains("error")) << result;
+  EXPECT_FALSE(result["hops"][0].contains("refused")) << result;
+  EXPECT_EQ(result["network"]["refused"], 0);
 }
 
 TEST(Fetch, ACookieSetByTheServerIsNotSentBack) {
