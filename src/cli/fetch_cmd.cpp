@@ -19,6 +19,7 @@
 #include "cli/layer_flags.hpp"
 #include "cli/session_events.hpp"
 #include "log/session_log.hpp"
+#include "util/escape.hpp"
 #include "workspace/fs.hpp"
 
 namespace chock::cli {
@@ -114,8 +115,10 @@ std::vector<net::Cidr> private_ranges(const config::OperatorFile& op) {
   return out;
 }
 
+// The line may hold what a server wrote (a Location, a TLS peer's name in
+// libcurl's words): a terminal sees its bytes, never acts on them.
 int fail_line(const std::string& line, int status) {
-  std::fprintf(stderr, "chock: fetch: %s\n", line.c_str());
+  std::fprintf(stderr, "chock: fetch: %s\n", printable(line).c_str());
   return status;
 }
 

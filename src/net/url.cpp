@@ -4,16 +4,14 @@
 #include <string>
 
 #include "chock/net.hpp"
+#include "util/escape.hpp"
 
 namespace chock::net {
 
 namespace {
 
 Error bad(std::string_view url, const std::string& why) {
-  std::string shown(url.substr(0, 200));
-  for (char& c : shown)
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-  return Error{"URL " + std::string(1, '"') + shown + "\" refused: " + why, "", 0, Errc::bad_config};
+  return Error{"URL \"" + printable(url.substr(0, 200)) + "\" refused: " + why, "", 0, Errc::bad_config};
 }
 
 std::string lower(std::string_view text) {

@@ -132,6 +132,17 @@ TEST(Fetch, FiveRedirectsAreFollowedAndASixthIsRefused) {
   EXPECT_EQ(six.out, "");
 }
 
+TEST(Fetch, WhatAServerWroteIsShownNeverActedOnByTheTerminal) {
+  CHOCK_NEED_WORLD();
+  // The sixth redirect's Location holds an OSC title sequence and a colour: named in the refusal, escaped.
+  auto out = project().fetch({"http://www.chock.test/redirect-hostile/5"});
+  EXPECT_EQ(out.status, 1);
+  EXPECT_TRUE(has(out.err, "more than 5 redirects")) << out.err;
+  EXPECT_EQ(out.err.find('\x1b'), std::string::npos) << out.err;
+  EXPECT_EQ(out.err.find('\x07'), std::string::npos) << out.err;
+  EXPECT_TRUE(has(out.err, "\\x1b")) << out.err;
+}
+
 TEST(Fetch, ABodyOverTheCapIsCutAndSaysSo) {
   CHOCK_NEED_WORLD();
   auto out = project().fetch({"http://www.chock.test/big?n=5000", "--max-bytes", "1000"});

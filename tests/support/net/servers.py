@@ -71,6 +71,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.reply(200, b"arrived\n", [("Content-Type", "text/plain")])
             else:
                 self.reply(302, b"moved\n", [("Location", "/redirect/%d" % (n - 1))])
+        elif path.startswith("/redirect-hostile/"):
+            n = int(path.split("/")[2])
+            target = "/redirect-hostile/%d" % (n - 1) if n > 0 else "/\x1b]0;owned\x07\x1b[31mred"
+            self.reply(302, b"", [("Location", target)])
         elif path == "/to":
             self.reply(302, b"", [("Location", query["u"][0])])
         elif path == "/big":
