@@ -1,4 +1,5 @@
 #include "cli/terminal.hpp"
+#include "util/io.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,14 +15,7 @@ namespace {
 
 // All of `n` bytes to `fd`, or false.
 bool write_all(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
+  return chock::write_all(fd, std::string_view(data, n), "the terminal").has_value();
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "fetch/html_text.hpp"
 #include "sandbox/landlock.hpp"
+#include "util/io.hpp"
 
 namespace {
 
@@ -44,13 +45,7 @@ std::size_t keep(char* data, std::size_t size, std::size_t count, void* user) {
 }
 
 bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
+  return chock::write_all(fd, data, fd == 3 ? "the report to chock" : "the body to chock").has_value();
 }
 
 int report(const nlohmann::json& meta) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "chock/workspace.hpp"
+#include "util/io.hpp"
 #include "util/passwd.hpp"
 #include "util/sha256.hpp"
 
@@ -59,16 +60,6 @@ std::string now_rfc3339() {
   std::array<char, 48> out{};
   std::snprintf(out.data(), out.size(), "%s.%03ldZ", seconds.data(), now.tv_nsec / 1000000);
   return out.data();
-}
-
-Expected<void> write_all(int fd, std::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error("write", path);
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return {};
 }
 
 Expected<std::string> read_all(int fd, const std::string& path) {

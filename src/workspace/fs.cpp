@@ -11,26 +11,12 @@
 #include <vector>
 
 #include "util/fd.hpp"
+#include "util/io.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::workspace::fs {
 
 namespace {
-
-Expected<void> write_all(int fd, std::string_view content, const std::string& path) {
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return sys_error("write", path);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  return {};
-}
 
 Expected<std::string> read_fd(int fd, const std::string& path, std::size_t max_bytes) {
   std::string out;
