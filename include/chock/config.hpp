@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,9 +48,14 @@ struct Grant {
 
 enum class Network {
   none,      // a fresh network namespace with only its own loopback up
-  filtered,  // the closed namespace plus a broker (not built yet)
+  filtered,  // the closed namespace, plus a resolver, a relay and a broker
+             // served by this process and judged by Config::judge
   host,      // no network namespace at all
 };
+
+namespace net {
+class Judge;
+}
 
 // Resource limits. Unset fields take the floor's defaults (see rlimits.hpp).
 struct Limits {
@@ -105,6 +111,11 @@ struct Config {
   std::vector<std::string> covers;              // files inside replaced by the deny notice
   std::string cwd = "/";
   Network network = Network::none;
+  // Network::filtered: who decides each name and connection (chock/net.hpp).
+  // Its threads serve the call while it runs, so the judge's rule and record
+  // functions are called from threads of this process. Unset: every name
+  // and connection is refused.
+  std::shared_ptr<net::Judge> judge;
   std::optional<uid_t> user;  // root callers only; default 65534
   bool pass_stdin = false;    // otherwise stdin is /dev/null
   // The caller's descriptors that become the program's 0, 1 and 2 (the

@@ -21,6 +21,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,6 +123,15 @@ struct JudgeOptions {
   std::chrono::milliseconds connect_deadline{10000};
   // Where each decision goes (the session log): event name and fields.
   std::function<void(std::string_view event, const nlohmann::json& fields)> record;
+  // A filtered call's resolver asks before any port is known: may the call
+  // reach this name at all? Unset: the answer for port 0, which only a
+  // pattern (`net.connect.org.example.*`) can give. `ask` counts as may
+  // (the question comes at the connect, with the port).
+  std::function<Ruling(const Host& host)> name_rule;
+  // Resolve each name once for the life of the judge (a call): later
+  // connections dial the addresses checked the first time, so a name cannot
+  // be rebound to another address mid-call, and a connection costs no lookup.
+  bool lookup_once = false;
 };
 
 // One decision: the action judged, then (only when allowed) the lookup and
@@ -174,6 +185,8 @@ class Judge {
   explicit Judge(RuleFn rule, JudgeOptions options = {});
   // net.connect.<host>.<port>: judged, resolved, checked.
   Verdict judge_connect(const Host& host, std::uint16_t port);
+  // Whether a filtered call's resolver answers `host` (nothing is looked up).
+  Ruling judge_name(const Host& host);
   // net.fetch.<host>: the same with the fetch action (the port is the URL's).
   Verdict judge_fetch(const Host& host);
   // judge_connect, then a dial of each allowed address in turn until one
@@ -192,12 +205,19 @@ class Judge {
  private:
   friend class Connection;
   Verdict judge(const Host& host, std::string action);
+  Ruling rule(const std::string& action);
 
   RuleFn rule_;
   JudgeOptions options_;
+  // The relay judges from many threads: one question at the terminal at a
+  // time, one writer of the record and the counts.
+  std::mutex rule_mutex_;
+  mutable std::mutex count_mutex_;
   std::vector<sockaddr_storage> own_;
   std::uint64_t connections_ = 0, refused_ = 0, in_ = 0, out_ = 0;
   std::vector<std::string> hosts_;
+  std::mutex lookup_mutex_;
+  std::map<std::string, std::vector<sockaddr_storage>> looked_up_;  // lookup_once: name -> answer
 };
 
 }  // namespace chock::net

@@ -91,6 +91,11 @@ struct Result {
   // OutNoRoutes, IPv4 and IPv6): connections and lookups it tried and was
   // refused with ENETUNREACH. 0 with --net host, where it is not counted.
   std::uint64_t network_unreachable = 0;
+  // --net filtered: Chock's lines for what its resolver, relay and broker
+  // refused (a name, a port, an address no name gave), one per host and
+  // reason; the connections themselves are in the judge's summary.
+  std::vector<std::string> network_refusals;
+  bool network_filtered = false;  // the call had Network::filtered
   // Calls the write-xor-execute rules refused (a writable and executable
   // mapping): what a JIT without sandbox.jit meets.
   std::uint64_t write_execute_refused = 0;

@@ -18,6 +18,8 @@ namespace {
 
 constexpr const char* kHop = "chock-fetch-hop";
 
+}  // namespace
+
 std::string dir_of_self() {
   std::string path(4096, '\0');
   const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
@@ -25,8 +27,6 @@ std::string dir_of_self() {
   path.resize(static_cast<std::size_t>(n));
   return path.substr(0, path.rfind('/'));
 }
-
-}  // namespace
 
 Expected<std::string> find_hop_program() {
   const std::string dir = dir_of_self();

@@ -37,6 +37,9 @@ struct HopAnswer {
 // ../libexec/chock/ of it (an installed chock).
 [[nodiscard]] Expected<std::string> find_hop_program();
 
+// The directory of the running chock binary (where its companions are).
+[[nodiscard]] std::string dir_of_self();
+
 // Runs the program with an empty environment (no proxy, CA or key-log
 // variables reach libcurl or OpenSSL) and nothing but the two pipes open,
 // killed if it outlives the deadline by five seconds.

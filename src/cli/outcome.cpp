@@ -1,6 +1,7 @@
 #include "cli/outcome.hpp"
 
 #include "sandbox/kill_naming.hpp"
+#include "util/escape.hpp"
 
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -72,7 +73,15 @@ int finish(const Result& r, const std::vector<std::string>& argv, const std::str
   }
   // The program's own words ("Could not resolve host", "Network is
   // unreachable") do not say that the sandbox refused it.
-  if (r.network_unreachable > 0)
+  for (const auto& line : r.network_refusals) std::fprintf(stderr, "chock: %s\n", printable(line).c_str());
+  if (r.network_unreachable > 0 && r.network_filtered)
+    std::fprintf(
+        stderr,
+        "chock: the call tried to reach an address directly (%llu packet%s found no route): a filtered "
+        "call reaches the network only through names its own resolver answered, by the sandbox's "
+        "design, not a fault in the command\n",
+        static_cast<unsigned long long>(r.network_unreachable), r.network_unreachable == 1 ? "" : "s");
+  else if (r.network_unreachable > 0)
     std::fprintf(stderr,
                  "chock: the call tried to reach the network (%llu packet%s found no route): a call has no "
                  "network but its own loopback, by the sandbox's design, not a fault in the command; "

@@ -20,6 +20,7 @@
 #include "cli/command.hpp"
 #include "cli/jit_fallback.hpp"
 #include "cli/layer_flags.hpp"
+#include "cli/net_rules.hpp"
 #include "cli/outcome.hpp"
 #include "cli/path_check.hpp"
 #include "cli/session_events.hpp"
@@ -84,13 +85,8 @@ std::string path_of(const Config& config) {
 Expected<Network> choose_network(const RunOptions& o, const config::Layers& layers) {
   if (o.net == "host") return Network::host;
   if (o.net == "none") return Network::none;
-  Network wanted = layers.project.network.value_or(Network::none);
-  if (wanted == Network::filtered)
-    return Error{layers.project.path +
-                     ": .network = .filtered needs the network broker, which this Chock "
-                     "does not have yet; use .none or .host",
-                 "", 0, Errc::bad_config};
-  return wanted;
+  if (o.net == "filtered") return Network::filtered;
+  return layers.project.network.value_or(Network::none);
 }
 
 nlohmann::json rule_json(const policy::Answer& answer) {
@@ -286,7 +282,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
         jit.deciding_rule ? jit.deciding_rule->origin.c_str() : "the policy");
   events.add("sandbox.open", {{"write_execute", config.allow_jit ? "relaxed" : "strict"},
                               {"sandbox_jit", rule_json(jit)},
-                              {"network", config.network == Network::host ? "host" : "none"}});
+                              {"network", network_name(config.network)}});
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
   if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
@@ -297,6 +293,18 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   if (!guard) return refuse(guard.error(), o.result_file);
   config.disk = std::move(*guard);
   events.reserve(64ULL * 1024);
+  // A filtered call's names and connections are judged by the policy table,
+  // asked at this terminal, and recorded in the session log as they happen.
+  NetRules net_rules(layers.table, s.always, true);
+  if (config.network == Network::filtered) {
+    net::JudgeOptions judge_options;
+    judge_options.allowed_private = private_ranges(layers.operator_file);
+    judge_options.record = [&events](std::string_view event, const nlohmann::json& fields) {
+      events.add(event, fields);
+    };
+    config.judge = call_judge(net_rules, std::move(judge_options));
+    add_connect_client(config);
+  }
   auto terminal = TerminalRelay::prepare(config);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
@@ -308,6 +316,17 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   terminal->start();
   Result r = child->wait(cancel.fd());
   terminal->finish();  // the program's last output before chock's own line
+  if (config.judge) {
+    events.add("network.summary", config.judge->summary());
+    // Kept in session.json while this call still holds the session's lock.
+    if (!net_rules.new_always().empty()) {
+      for (const auto& a : net_rules.new_always())
+        if (std::find(s.always.begin(), s.always.end(), a) == s.always.end()) s.always.push_back(a);
+      if (auto saved = workspace::save(s); !saved)
+        std::fprintf(stderr, "chock: warning: could not keep the answer: %s\n",
+                     saved.error().message().c_str());
+    }
+  }
   events.add("tool.result", nlohmann::json::parse(r.to_json()));
   return finish(r, config.argv, o.result_file, deadline);
 }
@@ -336,8 +355,10 @@ void add_run_command(CLI::App& app, Action& action) {
       ->type_size(1)
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--net", o->net, "Network: none or host (default: the project's .network, else none)")
-      ->check(CLI::IsMember({"none", "host"}));
+  cmd->add_option("--net", o->net,
+                  "Network: none, filtered (names the policy allows, through Chock's relay) or host "
+                  "(default: the project's .network, else none)")
+      ->check(CLI::IsMember({"none", "filtered", "host"}));
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");

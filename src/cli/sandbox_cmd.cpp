@@ -10,8 +10,10 @@
 #include "chock/sandbox.hpp"
 #include "cli/command.hpp"
 #include "cli/limit_flags.hpp"
+#include "cli/net_rules.hpp"
 #include "cli/outcome.hpp"
 #include "cli/terminal.hpp"
+#include "config/layers.hpp"
 
 namespace chock::cli {
 
@@ -24,6 +26,7 @@ struct SandboxOptions {
   long long user = -1;
   std::string result_file;
   std::vector<std::string> command;
+  std::vector<std::string> policy_rules;  // --policy-rule, for --net filtered
   LimitFlags limits;
 };
 
@@ -33,9 +36,28 @@ int run_sandbox(SandboxOptions& o) {
     c.network = Network::none;
   } else if (o.net == "host") {
     c.network = Network::host;
+  } else if (o.net == "filtered") {
+    c.network = Network::filtered;
   } else {
-    return refuse(Error{"--net " + o.net + ": expected none or host", "", 0, Errc::bad_config},
+    return refuse(Error{"--net " + o.net + ": expected none, filtered or host", "", 0, Errc::bad_config},
                   o.result_file);
+  }
+  // The plumbing has no project: --policy-rule stands where a project's rules
+  // would, and everything it does not allow asks (at this terminal) or is refused.
+  policy::Table table;
+  for (const auto& text : o.policy_rules) {
+    auto rule = config::parse_rule_flag(text);
+    if (!rule) return refuse(rule.error(), o.result_file);
+    if (c.network != Network::filtered)
+      return refuse(Error{"--policy-rule " + text + ": only --net filtered reads policy rules", "", 0,
+                          Errc::bad_config},
+                    o.result_file);
+    table.add(policy::Layer::project, *rule);
+  }
+  NetRules rules(table, {}, false);
+  if (c.network == Network::filtered) {
+    c.judge = call_judge(rules, {});
+    add_connect_client(c);
   }
   if (o.user >= 0) c.user = static_cast<uid_t>(o.user);
   if (o.timeout_seconds > 0) {
@@ -88,8 +110,16 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->trigger_on_parse();
   sub->add_option("--cwd", o->config.cwd, "Working directory inside (default /)")->type_name("DIR");
-  sub->add_option("--net", o->net, "none (default): no network; host: the host's network")
-      ->type_name("none|host");
+  sub->add_option("--net", o->net,
+                  "none (default): no network; filtered: the names --policy-rule allows, through Chock's "
+                  "resolver and relay; host: the host's network")
+      ->type_name("none|filtered|host");
+  sub->add_option("--policy-rule", o->policy_rules,
+                  "With --net filtered: ACTION=DECISION, e.g. net.connect.org.example.443=allow (repeatable)")
+      ->type_name("ACTION=DECISION")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--user", o->user, "Root callers only: the uid the command runs as (default 65534)")
       ->type_name("UID")
       ->check(CLI::Range(1LL, 4294967294LL));

@@ -64,6 +64,8 @@ struct Context {
 // Whether a memfd made with MFD_NOEXEC_SEAL refuses to be run (Linux 6.3+).
 [[nodiscard]] Row memfd_row();
 
+// network_probe.cpp: "filtered network" and "resolver files".
+[[nodiscard]] std::vector<Row> filtered_network_rows();
 // mounts_probe.cpp
 [[nodiscard]] Row overlay_row(const Context& context, bool blocks, const std::string& why_blocks);
 [[nodiscard]] Row tmpfs_row(const Context& context);

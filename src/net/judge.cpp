@@ -30,14 +30,29 @@ Judge::Judge(RuleFn rule, JudgeOptions options)
 Verdict Judge::judge(const Host& host, std::string action) {
   Verdict v;
   v.action = std::move(action);
-  v.ruling = rule_(v.action);
+  v.ruling = rule(v.action);
   if (!v.ruling.allowed) {
     v.refusal = !v.ruling.refusal.empty() ? v.ruling.refusal : v.action + " is " + v.ruling.decision;
     return v;
   }
   const auto start = std::chrono::steady_clock::now();
-  auto found = resolve(host, options_.resolve_deadline);
-  v.resolved = host.kind == Host::Kind::name;
+  Expected<std::vector<sockaddr_storage>> found = std::vector<sockaddr_storage>{};
+  bool cached = false;
+  if (options_.lookup_once && host.kind == Host::Kind::name) {
+    std::lock_guard lock(lookup_mutex_);
+    if (auto it = looked_up_.find(host.text); it != looked_up_.end()) {
+      found = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    found = resolve(host, options_.resolve_deadline);
+    if (found && options_.lookup_once && host.kind == Host::Kind::name) {
+      std::lock_guard lock(lookup_mutex_);
+      looked_up_.emplace(host.text, *found);
+    }
+  }
+  v.resolved = host.kind == Host::Kind::name && !cached;
   v.resolve_ms = ms_since(start);
   if (!found) {
     v.refusal = found.error().message();
@@ -58,6 +73,22 @@ Verdict Judge::judge(const Host& host, std::string action) {
   }
   v.allowed = true;
   return v;
+}
+
+Ruling Judge::rule(const std::string& action) {
+  std::lock_guard lock(rule_mutex_);
+  return rule_(action);
+}
+
+Ruling Judge::judge_name(const Host& host) {
+  if (options_.name_rule) {
+    std::lock_guard lock(rule_mutex_);
+    return options_.name_rule(host);
+  }
+  Ruling r = rule(connect_action(host, 0));
+  // `ask` is answered at the connect, where the port is known.
+  if (r.decision == "ask") r.allowed = true;
+  return r;
 }
 
 Verdict Judge::judge_connect(const Host& host, std::uint16_t port) {
@@ -110,10 +141,12 @@ Expected<Connection> Judge::connect(const Host& host, std::uint16_t port) {
 }
 
 void Judge::record(std::string_view event, const nlohmann::json& fields) {
+  std::lock_guard lock(count_mutex_);
   if (options_.record) options_.record(event, fields);
 }
 
 void Judge::tally(const std::string& host, bool allowed, std::uint64_t in, std::uint64_t out) {
+  std::lock_guard lock(count_mutex_);
   (allowed ? connections_ : refused_) += 1;
   in_ += in;
   out_ += out;
@@ -121,6 +154,7 @@ void Judge::tally(const std::string& host, bool allowed, std::uint64_t in, std::
 }
 
 nlohmann::json Judge::summary() const {
+  std::lock_guard lock(count_mutex_);
   return {{"connections", connections_},
           {"refused", refused_},
           {"bytes_in", in_},

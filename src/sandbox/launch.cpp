@@ -74,6 +74,10 @@ Expected<void> prepare_command(const Config& config, Launch& l) {
   } else {
     for (char** e = environ; *e != nullptr; ++e) l.env_storage.emplace_back(*e);
   }
+  if (config.network == Network::filtered) {
+    std::erase_if(l.env_storage, [](const std::string& e) { return e.rfind("CHOCK_BROKER_FD=", 0) == 0; });
+    l.env_storage.emplace_back("CHOCK_BROKER_FD=3");
+  }
   l.candidates = exec_candidates(config.argv[0], l.env_storage);
   for (auto& a : l.argv_storage) l.argv.push_back(a.data());
   l.argv.push_back(nullptr);
@@ -153,6 +157,11 @@ Expected<void> prepare_launch(const Config& config, const LimitsSetup& limits, L
   l.ignored_signals = ignored_signals();
   l.watch = limits.watch();
   l.watch.count_network = config.network != Network::host;
+  if (config.network == Network::filtered) {
+    l.filtered.enabled = true;
+    l.filtered.routes = &net::embedded_route_messages();
+    l.filtered.ruleset = &net::embedded_ruleset_messages();
+  }
   l.dev_null.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!l.dev_null) return sys_error("open", "/dev/null");
 

@@ -13,6 +13,7 @@
 #include "chock/config.hpp"
 #include "chock/error.hpp"
 #include "sandbox/exit_watch.hpp"
+#include "sandbox/filtered_setup.hpp"
 #include "sandbox/landlock.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/mount_tree.hpp"
@@ -70,6 +71,8 @@ struct Launch {
   rlimits::Plan rlimits;
   exit_watch::Watch watch;
   UniqueFd dev_null;
+  FilteredPlan filtered;       // Network::filtered: routes, ruleset, sockets
+  int broker_fd = -1;          // the program's end of the broker, put at fd 3 before the exec
   std::vector<int> keep_fds;   // sorted: what the keeper keeps open
   std::vector<int> setup_fds;  // what the keeper closes once the program has it
   CloneStack middle_stack{std::size_t{64} << 10};

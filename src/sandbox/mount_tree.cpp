@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/etc_overlay.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::sandbox {
@@ -267,6 +268,8 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   if (config.toolchain) {
     auto t = add_toolchain(plan, clone_now);
     if (!t) return std::move(t).error();
+    // Over the toolchain's /etc, before anything of the caller's lands below it.
+    if (config.network == Network::filtered) plan.ops.push_back(plan_etc_overlay());
   }
   MountOp proc = make_op(MountOp::Kind::proc, "proc", "/proc");
   proc.step = Step::proc;
@@ -510,7 +513,8 @@ bool cover(const MountOp& op, int root) noexcept {
 bool run_op(MountOp& op, int root) noexcept {
   switch (op.kind) {
     case MountOp::Kind::bind:
-    case MountOp::Kind::overlay: {
+    case MountOp::Kind::overlay:
+    case MountOp::Kind::etc_overlay: {
       bool ok = attach(op.source_fd, root, op);
       close_keeping_errno(op.source_fd);
       op.source_fd = -1;
@@ -561,6 +565,11 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
   // Every source is opened before the new root hides the host's paths.
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     MountOp& op = plan.ops[i];
+    if (op.kind == MountOp::Kind::etc_overlay) {
+      op.source_fd = make_etc_overlay(op);
+      if (op.source_fd < 0) return fail(failure, Step::mount_tree, static_cast<int>(i));
+      continue;
+    }
     if (op.kind != MountOp::Kind::bind && op.kind != MountOp::Kind::overlay) continue;
     if (op.detached) {
       op.source_fd = op.detached.release();

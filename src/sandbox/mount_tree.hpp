@@ -22,14 +22,15 @@ extern const char kDenyNotice[];
 
 struct MountOp {
   enum class Kind : std::uint8_t {
-    bind,     // a host file or directory at `target`
-    symlink,  // `target` -> `source` (the toolchain's usrmerge links, /dev/fd)
-    tmpfs,    // a fresh tmpfs
-    proc,     // a fresh procfs, entries masked, then read-only
-    devpts,   // a new devpts instance
-    seal,     // set `attrs` on the mount at `target` (and below it when `recursive`)
-    cover,    // the deny notice over the file at `target`
-    overlay,  // overlayfs: lower `source`, `upper`, `work`, read-write at `target`
+    bind,         // a host file or directory at `target`
+    symlink,      // `target` -> `source` (the toolchain's usrmerge links, /dev/fd)
+    tmpfs,        // a fresh tmpfs
+    proc,         // a fresh procfs, entries masked, then read-only
+    devpts,       // a new devpts instance
+    seal,         // set `attrs` on the mount at `target` (and below it when `recursive`)
+    cover,        // the deny notice over the file at `target`
+    overlay,      // overlayfs: lower `source`, `upper`, `work`, read-write at `target`
+    etc_overlay,  // a filtered call's /etc: Chock's resolver files over the host's (etc_overlay.hpp)
   };
   Kind kind = Kind::bind;
   Step step = Step::mount_tree;  // reported when this operation fails

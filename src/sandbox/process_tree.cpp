@@ -67,7 +67,7 @@ void reset_signals(std::uint64_t ignored) noexcept {
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof none);
 }
 
-[[noreturn]] void exec_program(Launch& l) noexcept {
+[[noreturn]] void exec_program(Launch& l, int channel) noexcept {
   int saved = ENOENT;
   for (auto& candidate : l.candidates) {
     execve(candidate.c_str(), l.argv.data(), l.envp.data());
@@ -82,7 +82,7 @@ void reset_signals(std::uint64_t ignored) noexcept {
   Record r;
   r.kind = Record::exec_failed;
   r.error = saved;
-  send_record(l.channel.get(), r);
+  send_record(channel, r);
   _exit(saved == ENOENT || saved == ENOTDIR ? 127 : 126);
 }
 
@@ -99,6 +99,7 @@ void reset_signals(std::uint64_t ignored) noexcept {
   // 127.0.0.1 work; no other interface, route or host is there.
   if ((l.identity.unshare_flags & CLONE_NEWNET) != 0 && !bring_up_loopback())
     fail_step(channel, {Step::loopback, errno, -1});
+  if (l.filtered.enabled && !set_up_filtered_network(l.filtered, channel, &f)) fail_step(channel, f);
   if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
   if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
   l.dev_null.reset();
@@ -125,7 +126,15 @@ void reset_signals(std::uint64_t ignored) noexcept {
       if (l.rlimits.entries[i].resource == resource) detail = l.rlimit_labels + static_cast<int>(i);
     fail_step(channel, {Step::rlimits, err, detail});
   }
-  exec_program(l);
+  // The broker at fd 3 (CHOCK_BROKER_FD). The channel is this process's own
+  // number here (the keeper, in the same memory, keeps its own), moved first
+  // if it is 3.
+  int report = channel;
+  if (l.broker_fd >= 0) {
+    if (report == 3) report = fcntl(3, F_DUPFD_CLOEXEC, 4);
+    if (report < 0 || dup2(l.broker_fd, 3) < 0) fail_step(channel, {Step::close_fds, errno, -1});
+  }
+  exec_program(l, report);
 }
 
 // What the program's clone hands it: the keeper's frame outlives it (the

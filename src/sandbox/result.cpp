@@ -61,6 +61,7 @@ std::string Result::to_json() const {
   j["write_execute"] = write_execute_relaxed ? "relaxed" : "strict";
   j["memfd_exec"] = memfd_exec;
   j["network_unreachable"] = network_unreachable;
+  if (network_filtered) j["network_refusals"] = network_refusals;
   j["write_execute_refused"] = write_execute_refused;
   nlohmann::json kills = nlohmann::json::array();
   for (const auto& k : filter_kills)

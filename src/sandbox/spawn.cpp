@@ -16,7 +16,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "chock/net.hpp"
 #include "chock/sandbox.hpp"
+#include "net/relay.hpp"
 #include "sandbox/clone.hpp"
 #include "sandbox/kill_naming.hpp"
 #include "sandbox/launch.hpp"
@@ -52,6 +54,41 @@ struct Child::State {
   std::uint64_t inodes_free_at_start = 0;
   std::string disk_stop;  // why the disk guard stopped the call, or empty
   std::chrono::steady_clock::time_point disk_next{};
+  // Network::filtered: the sockets the program sends out, the broker's host
+  // end, and the relay that serves them from the moment the stub's arrives.
+  std::shared_ptr<net::Judge> judge;
+  std::array<UniqueFd, sandbox::kNetSocketCount> net_sockets;
+  UniqueFd broker;
+  std::unique_ptr<net::Relay> relay;
+
+  void take_net_socket(int which, int fd) {
+    if (which < 0 || which >= sandbox::kNetSocketCount || relay) {
+      close(fd);
+      return;
+    }
+    net_sockets[which].reset(fd);
+    if (which != sandbox::kStubSocket) return;
+    net::RelaySockets sockets{std::move(net_sockets[sandbox::kStubSocket]),
+                              std::move(net_sockets[sandbox::kRelay4Socket]),
+                              std::move(net_sockets[sandbox::kRelay6Socket]), std::move(broker)};
+    try {
+      relay = std::make_unique<net::Relay>(judge, std::move(sockets));
+    } catch (const std::exception&) {
+      // Without its relay a filtered call would hang on every connect.
+      if (!result.setup_failure)
+        result.setup_failure = SetupFailure{"net_relay", errno != 0 ? errno : ENOMEM, {}};
+      kill_tree();
+    }
+  }
+
+  void stop_relay() noexcept {
+    if (!relay) return;
+    relay->stop();
+    try {
+      result.network_refusals = relay->refusals();
+    } catch (...) {
+    }
+  }
 
   // The file system's use, free space and free inodes now; false when unknown.
   bool disk_now(std::uint64_t* used, std::uint64_t* free_bytes, std::uint64_t* free_inodes) const {
@@ -147,6 +184,8 @@ struct Child::State {
         std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
         if (r.kind == Record::keeper_pidfd && !keeper) {
           keeper.reset(fd);
+        } else if (r.kind == Record::net_socket && static_cast<size_t>(n) == sizeof r) {
+          take_net_socket(r.detail, fd);
         } else {
           close(fd);
         }
@@ -238,6 +277,7 @@ Result Child::wait(int cancel_fd) {
       s.reaped = true;
   }
   s.waited = true;
+  s.stop_relay();
   s.result.duration = std::chrono::steady_clock::now() - s.start;
   if (s.keeper && !s.got_status && !s.result.setup_failure && !s.result.exec_error) {
     // Killed before the keeper could say anything (a cancel, a timeout).
@@ -383,6 +423,10 @@ Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, san
     return std::move(prepared).error();
   l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get(), l.caller_pidfd.get()};
   l.setup_fds = {l.dev_null.get()};
+  if (l.broker_fd >= 0) {
+    l.keep_fds.push_back(l.broker_fd);
+    l.setup_fds.push_back(l.broker_fd);
+  }
   for (auto& op : l.mounts.ops) {
     if (op.detached) {
       l.keep_fds.push_back(op.detached.get());
@@ -411,6 +455,21 @@ Expected<Child> spawn(const Config& config) {
   l.channel.reset(pair[1]);
   state->timeout = config.timeout;
   state->disk = config.disk;
+  UniqueFd broker_inside;  // the keeper takes its copy; ours goes when spawn returns
+  if (config.network == Network::filtered) {
+    state->result.network_filtered = true;
+    state->judge = config.judge;
+    if (!state->judge)
+      state->judge = std::make_shared<net::Judge>([](const std::string& action) {
+        return net::Ruling{false, "deny", "", action + " is refused: this call was given no judge"};
+      });
+    int broker[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, broker) != 0)
+      return sys_error("socketpair for the network broker");
+    state->broker.reset(broker[0]);
+    broker_inside.reset(broker[1]);
+    l.broker_fd = broker[1];
+  }
   if (state->disk) {
     if (!state->disk_now(&state->disk_used_at_start, &state->disk_free_at_start,
                          &state->inodes_free_at_start))

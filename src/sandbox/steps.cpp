@@ -36,6 +36,12 @@ const char* step_name(Step step) noexcept {
       return "userns_limit";
     case Step::loopback:
       return "loopback";
+    case Step::net_routes:
+      return "net_routes";
+    case Step::net_ruleset:
+      return "net_ruleset";
+    case Step::net_sockets:
+      return "net_sockets";
     case Step::mount_private:
       return "mount_private";
     case Step::open_source:

@@ -23,6 +23,9 @@ enum class Step : std::uint32_t {
   setsid,
   userns_limit,
   loopback,
+  net_routes,
+  net_ruleset,
+  net_sockets,
   mount_private,
   open_source,
   new_root,
@@ -66,6 +69,7 @@ struct Record {
                        // every process of the call but the keeper has ended
     keeper_pidfd,      // carries the keeper's pidfd as SCM_RIGHTS
     entered,           // a root caller's middle is in its namespaces: the caller writes its maps
+    net_socket,        // a filtered call's socket (detail: kStubSocket...) as SCM_RIGHTS
   };
   std::uint32_t kind = 0;
   Step step = Step::none;

@@ -152,6 +152,19 @@ TEST_F(Doctor, SeccompIsOkAndItsKilledCallEndedInSigsys) {
   EXPECT_NE(rows["seccomp"].reason.find("io_uring_setup"), std::string::npos);
 }
 
+// A filtered call is made for real: its ruleset, its resolver answered from
+// outside, its /etc overlay. Neither row blocks (only filtered calls need them).
+TEST_F(Doctor, FilteredNetworkAndResolverFilesAreTriedForReal) {
+  Output o = doctor();
+  auto rows = human_rows(o.out);
+  ASSERT_TRUE(rows.count("filtered network") && rows.count("resolver files")) << o.out;
+  EXPECT_EQ(rows["filtered network"].state, "ok") << rows["filtered network"].reason;
+  EXPECT_NE(rows["filtered network"].reason.find("answered from outside the call"), std::string::npos);
+  EXPECT_EQ(rows["resolver files"].state, "ok") << rows["resolver files"].reason;
+  EXPECT_NE(rows["resolver files"].reason.find("nameserver 127.0.0.53"), std::string::npos);
+  EXPECT_FALSE(rows["filtered network"].blocks || rows["resolver files"].blocks);
+}
+
 // Linux 6.3+ seals a memfd non-executable; this machine's kernel has it.
 TEST_F(Doctor, MemfdExecIsOkAndSaysHowItIsRefused) {
   Output o = doctor();

@@ -89,6 +89,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/slow":
             time.sleep(20)
             self.reply(200, b"late\n", [("Content-Type", "text/plain")])
+        elif path == "/stream":
+            # n bytes of a pattern that shows any byte lost, doubled or moved
+            n = int(query["n"][0])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            chunk = bytes(range(256)) * 4096 + b"\x01"  # 1 MiB + 1: the pattern shifts each chunk
+            sent = 0
+            while sent < n:
+                part = chunk[:min(len(chunk), n - sent)]
+                self.wfile.write(part)
+                sent += len(part)
+        elif path.startswith("/repo.git/"):
+            # git's dumb HTTP protocol: the bare repository's files as they are
+            root = os.path.realpath(os.path.join(WORLD, "repo.git"))
+            file = os.path.realpath(os.path.join(WORLD, path.lstrip("/")))
+            if file.startswith(root + "/") and os.path.isfile(file):
+                with open(file, "rb") as f:
+                    self.reply(200, f.read(), [("Content-Type", "application/octet-stream")])
+            else:
+                self.reply(404, b"not here\n", [("Content-Type", "text/plain")])
         elif path == "/whoami":
             self.reply(200, ("served at %s\n" % local).encode(), [("Content-Type", "text/plain")])
         else:
@@ -98,6 +120,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class DualStack(socketserver.ThreadingMixIn, http.server.HTTPServer):
     address_family = socket.AF_INET6
     daemon_threads = True
+    request_queue_size = 1024
 
     def server_bind(self):
         self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)

@@ -12,7 +12,8 @@
 #
 # The host's /etc/resolv.conf names the test DNS server, its /etc/hosts
 # knows hosts-file.chock.test, and its CA bundle is the test CA alone
-# (bound privately in its mount namespace). COMMAND gets CHOCK_WORLD (the
+# (an overlay on /etc, private to its mount namespace). COMMAND runs as its
+# caller's own uid and gets CHOCK_WORLD (the
 # directory with zone.json, dns.log, http.log); when the world cannot be
 # made it runs anyway with CHOCK_WORLD_MISSING saying why, so that each
 # test skips naming it.
@@ -25,8 +26,32 @@ if [ -z "${CHOCK_WORLD_INSIDE:-}" ]; then
   if ! unshare --user --map-root-user --net --mount true 2>/dev/null; then
     CHOCK_WORLD_MISSING="user namespaces cannot be made here (unshare --user --net --mount failed)" exec "$@"
   fi
-  CHOCK_WORLD_INSIDE=1 exec unshare --user --map-root-user --net --mount --propagation private sh "$0" "$@"
+  # Root keeps its whole range of ids in the world, so that Chock's root path
+  # (a call as uid 65534) works there; anyone else has their one id.
+  # (unshare's --map-users needs newuidmap; root writes the maps itself.)
+  if [ "$(id -u)" = 0 ]; then
+    sync=$(mktemp -d "${TMPDIR:-/tmp}/chock-world-sync.XXXXXX")
+    mkfifo "$sync/go"
+    unshare --user --net --mount --propagation private \
+      sh -c 'read -r _ <"$1/go"; shift; CHOCK_WORLD_INSIDE=0:0 exec sh "$@"' sh "$sync" "$0" "$@" &
+    inner=$!
+    i=0
+    while [ "$(readlink /proc/$inner/ns/user)" = "$(readlink /proc/self/ns/user)" ]; do
+      i=$((i + 1)); [ $i -gt 500 ] && { echo "chock-test-world: no user namespace appeared" >&2; exit 1; }
+      sleep 0.01
+    done
+    echo "0 0 65536" >/proc/$inner/uid_map
+    echo "0 0 65536" >/proc/$inner/gid_map
+    echo go >"$sync/go"
+    status=0
+    wait "$inner" || status=$?
+    rm -rf "$sync"
+    exit "$status"
+  fi
+  CHOCK_WORLD_INSIDE="$(id -u):$(id -g)" exec unshare --user --map-root-user --net --mount --propagation private \
+    sh "$0" "$@"
 fi
+caller_ids=$CHOCK_WORLD_INSIDE
 unset CHOCK_WORLD_INSIDE
 world=$(mktemp -d "${TMPDIR:-/tmp}/chock-world.XXXXXX")
 chmod 0755 "$world"
@@ -51,6 +76,19 @@ trap cleanup EXIT INT TERM
   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
     -extfile server.ext -out server.crt 2>/dev/null
 )
+
+# A repository git clones over dumb HTTP (served by chock-test-servers).
+if command -v git >/dev/null 2>&1; then
+  (
+    export GIT_CONFIG_NOSYSTEM=1 HOME="$world"
+    git init -q -b main "$world/src"
+    echo "cloned through the relay" >"$world/src/README"
+    git -C "$world/src" add README
+    git -C "$world/src" -c user.name=World -c user.email=world@chock.test commit -q -m first
+    git clone -q --bare "$world/src" "$world/repo.git"
+    git -C "$world/repo.git" update-server-info
+  )
+fi
 
 cat >"$world/zone.json" <<'ZONE'
 {
@@ -105,14 +143,27 @@ done
 
 printf 'nameserver 198.51.100.10\noptions timeout:1 attempts:1\n' >"$world/resolv.conf"
 printf '127.0.0.1 localhost\n::1 localhost\n198.51.100.10 hosts-file.chock.test\n' >"$world/hosts"
-mount --bind "$world/resolv.conf" /etc/resolv.conf
-mount --bind "$world/hosts" /etc/hosts
+# One overlay over the whole of /etc rather than binds on its files: a
+# filtered call's own /etc is an overlay on this one, and an overlay sees
+# the directories below it, never the mounts on its files.
+mkdir -p "$world/etc/ssl/certs"
+cp "$world/resolv.conf" "$world/hosts" "$world/etc/"
 if [ -e /etc/ssl/certs/ca-certificates.crt ]; then
-  mount --bind "$world/ca.crt" /etc/ssl/certs/ca-certificates.crt
+  cp "$world/ca.crt" "$world/etc/ssl/certs/ca-certificates.crt"
 else
   export CHOCK_WORLD_NO_TLS="there is no /etc/ssl/certs/ca-certificates.crt to put the test CA in (ca-certificates)"
 fi
+chmod -R a+rX "$world/etc"
+mount -t overlay overlay -o "lowerdir=$world/etc:/etc" /etc
 
+# COMMAND runs as its caller's own id: root as root, anyone else as
+# themselves again, in a user namespace of the world's where the world's
+# root is their id (so what the world made is theirs).
 status=0
-CHOCK_WORLD=$world "$@" || status=$?
+if [ "$caller_ids" = 0:0 ]; then
+  CHOCK_WORLD=$world "$@" || status=$?
+else
+  CHOCK_WORLD=$world unshare --user --map-user="${caller_ids%%:*}" --map-group="${caller_ids##*:}" -- "$@" ||
+    status=$?
+fi
 exit "$status"

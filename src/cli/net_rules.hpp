@@ -1,0 +1,61 @@
+// The policy table as the network judge asks it (chock/net.hpp's RuleFn):
+// deny and allow as the table folds them, an earlier `always` of the
+// session, and `ask` put to the person at the terminal, or a refusal when
+// nobody is there. Shared by `chock fetch` and a filtered `chock run`.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chock/config.hpp"
+#include "chock/net.hpp"
+#include "config/chock_zon.hpp"
+#include "policy/policy.hpp"
+
+namespace chock::cli {
+
+class NetRules {
+ public:
+  NetRules(const policy::Table& table, std::vector<std::string> always, bool session)
+      : table_(table), always_(std::move(always)), session_(session) {}
+
+  // Allowed, denied, or an earlier `always`; nullopt when it asks and has
+  // not been answered.
+  [[nodiscard]] std::optional<net::Ruling> settled(const std::string& action, policy::Answer* answer) const;
+  // settled(), else the question at the terminal about `what`.
+  net::Ruling ask(const std::string& action, const std::string& what);
+  // For a filtered call's resolver: may the call reach `host` on some port?
+  // A pattern's answer (port 0), else any rule that names a port of it; an
+  // `ask` is a yes only when someone can be asked at the connect.
+  [[nodiscard]] net::Ruling name(const net::Host& host) const;
+  [[nodiscard]] const std::vector<std::string>& new_always() const { return new_always_; }
+
+ private:
+  const policy::Table& table_;
+  std::vector<std::string> always_;
+  std::vector<std::string> new_always_;
+  bool session_ = false;
+};
+
+// The operator's private ranges (config.zon .allow_private), checked when
+// the file was read.
+std::vector<net::Cidr> private_ranges(const config::OperatorFile& op);
+
+// "none", "filtered", "host".
+const char* network_name(Network network);
+
+// Where chock-connect is inside a filtered call (on its PATH).
+inline constexpr const char* kConnectDirInside = "/run/chock/bin";
+
+// A filtered call gets chock-connect (found beside chock) at
+// /run/chock/bin/chock-connect, and that directory at the end of its PATH.
+// Nothing when it is not there (a build without it): the broker still is.
+void add_connect_client(Config& config);
+
+// The judge of a filtered call: `rules` (which must outlive it) decide,
+// asking about a connect as "a program of the call connects: ACTION".
+std::shared_ptr<net::Judge> call_judge(NetRules& rules, net::JudgeOptions options);
+
+}  // namespace chock::cli

@@ -1,0 +1,361 @@
+#include "net/relay.hpp"
+
+#include <fcntl.h>
+#include <linux/netfilter_ipv4.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "net/filtered.hpp"
+
+namespace chock::net {
+
+namespace {
+
+constexpr int kOriginalDst = 80;  // SO_ORIGINAL_DST and IP6T_SO_ORIGINAL_DST
+constexpr std::size_t kPipeSize = 1 << 20;
+
+void set_nonblocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+// Closes with a reset, so the program's side sees ECONNRESET at once.
+void reset(UniqueFd& fd) {
+  linger l{1, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  fd.reset();
+}
+
+std::optional<sockaddr_storage> original_destination(int fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return std::nullopt;
+  sockaddr_storage orig{};
+  len = sizeof orig;
+  const int level = local.ss_family == AF_INET6 ? SOL_IPV6 : SOL_IP;
+  if (getsockopt(fd, level, kOriginalDst, &orig, &len) != 0) return std::nullopt;
+  return orig;
+}
+
+std::uint16_t port_of(const sockaddr_storage& a) {
+  return ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
+                                       : reinterpret_cast<const sockaddr_in&>(a).sin_port);
+}
+
+// Not redirected: the destination is the listener itself.
+bool is_relay_itself(const sockaddr_storage& a) {
+  if (port_of(a) != kRelayPort) return false;
+  if (a.ss_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+  return a.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr);
+}
+
+struct Direction {
+  Direction(int source, int sink) : from(source), to(sink) {}
+  int from;
+  int to;
+  UniqueFd pipe_in, pipe_out;
+  std::size_t buffered = 0;
+  bool ended = false;  // the source said EOF
+  bool done = false;   // and all of it was passed on, and `to` shut for writing
+  std::uint64_t bytes = 0;
+};
+
+bool open_pipe(Direction& d) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  d.pipe_out.reset(p[0]);
+  d.pipe_in.reset(p[1]);
+  fcntl(p[1], F_SETPIPE_SZ, static_cast<int>(kPipeSize));  // best effort: the default is 64 KiB
+  return true;
+}
+
+// One step of a direction; false when the link is broken (a reset, an error).
+bool step(Direction& d, short from_events, short to_events) {
+  if (!d.ended && (from_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
+    ssize_t n =
+        splice(d.from, nullptr, d.pipe_in.get(), nullptr, kPipeSize, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) d.buffered += static_cast<std::size_t>(n);
+    if (n == 0) d.ended = true;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+  }
+  if (d.buffered > 0 && (to_events & (POLLOUT | POLLERR | POLLHUP)) != 0) {
+    ssize_t n =
+        splice(d.pipe_out.get(), nullptr, d.to, nullptr, d.buffered, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      d.buffered -= static_cast<std::size_t>(n);
+      d.bytes += static_cast<std::uint64_t>(n);
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+  }
+  if (d.ended && d.buffered == 0 && !d.done) {
+    shutdown(d.to, SHUT_WR);
+    d.done = true;
+  }
+  return true;
+}
+
+}  // namespace
+
+Pumped pump(int a, int b, int stop) {
+  Direction ab(a, b), ba(b, a);
+  Pumped out;
+  if (!open_pipe(ab) || !open_pipe(ba)) return out;
+  while (!ab.done || !ba.done) {
+    // A direction reads while its pipe has room and writes while it holds
+    // bytes: a slow reader holds back the writer (backpressure).
+    pollfd fds[3] = {{a, 0, 0}, {b, 0, 0}, {stop, POLLIN, 0}};
+    if (!ab.ended && ab.buffered < kPipeSize) fds[0].events |= POLLIN;
+    if (!ba.ended && ba.buffered < kPipeSize) fds[1].events |= POLLIN;
+    if (ab.buffered > 0) fds[1].events |= POLLOUT;
+    if (ba.buffered > 0) fds[0].events |= POLLOUT;
+    if (poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[2].revents != 0) break;
+    if (!step(ab, fds[0].revents, fds[1].revents) || !step(ba, fds[1].revents, fds[0].revents)) break;
+  }
+  out.a_to_b = ab.bytes;
+  out.b_to_a = ba.bytes;
+  return out;
+}
+
+Relay::Relay(std::shared_ptr<Judge> judge, RelaySockets sockets)
+    : judge_(std::move(judge)), sockets_(std::move(sockets)), stop_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!stop_) throw std::system_error(errno, std::generic_category(), "eventfd for the relay");
+  loop_ = std::thread([this] { serve(); });
+  if (sockets_.broker) broker_ = std::thread([this] { serve_broker(); });
+}
+
+Relay::~Relay() {
+  stop();
+}
+
+void Relay::stop() noexcept {
+  if (stopped_.exchange(true)) return;
+  const std::uint64_t one = 1;
+  (void)!write(stop_.get(), &one, sizeof one);
+  if (loop_.joinable()) loop_.join();
+  if (broker_.joinable()) broker_.join();
+  std::unique_lock lock(mutex_);
+  links_done_.wait(lock, [this] { return links_ == 0; });
+}
+
+std::vector<std::string> Relay::refusals() const {
+  std::lock_guard lock(mutex_);
+  return refusals_;
+}
+
+void Relay::refuse(const std::string& line) {
+  std::lock_guard lock(mutex_);
+  if (std::find(refusals_.begin(), refusals_.end(), line) == refusals_.end()) refusals_.push_back(line);
+}
+
+void Relay::serve() {
+  for (;;) {
+    pollfd fds[4] = {{stop_.get(), POLLIN, 0},
+                     {sockets_.stub.get(), POLLIN, 0},
+                     {sockets_.relay4.get(), POLLIN, 0},
+                     {sockets_.relay6.get(), POLLIN, 0}};
+    if (poll(fds, 4, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    if (fds[1].revents != 0) answer_queries();
+    if (fds[2].revents != 0) accept_links(sockets_.relay4.get());
+    if (fds[3].revents != 0) accept_links(sockets_.relay6.get());
+  }
+}
+
+void Relay::answer_queries() {
+  for (int i = 0; i < 64; ++i) {
+    std::uint8_t message[1500];
+    sockaddr_storage from{};
+    socklen_t len = sizeof from;
+    const ssize_t n = recvfrom(sockets_.stub.get(), message, sizeof message, MSG_DONTWAIT,
+                               reinterpret_cast<sockaddr*>(&from), &len);
+    if (n < 0) return;
+    struct Refused {
+      Host host;
+      Ruling ruling;
+    };
+    std::vector<Refused> refused;
+    const StubPolicy policy = [&](const Host& host) {
+      Ruling r = judge_->judge_name(host);
+      if (!r.allowed) refused.push_back({host, r});
+      return StubName{r.allowed, true, true};
+    };
+    std::optional<std::vector<std::uint8_t>> answer;
+    {
+      std::lock_guard lock(mutex_);
+      answer = stub_answer({message, static_cast<std::size_t>(n)}, map_, policy);
+    }
+    if (answer)
+      sendto(sockets_.stub.get(), answer->data(), answer->size(), MSG_DONTWAIT,
+             reinterpret_cast<const sockaddr*>(&from), len);
+    for (const auto& r : refused) {
+      const std::string why =
+          !r.ruling.refusal.empty() ? r.ruling.refusal : "the policy says " + r.ruling.decision;
+      const std::string line = "the call's resolver refused " + r.host.text + " (" + why +
+                               "); to allow it, add .{ .action = \"" + connect_action(r.host, 443) +
+                               "\", .decision = .allow } (with the port the program uses) to chock.zon";
+      bool first = false;
+      {
+        std::lock_guard lock(mutex_);
+        first = std::find(refusals_.begin(), refusals_.end(), line) == refusals_.end();
+        if (first) refusals_.push_back(line);
+      }
+      if (first) {
+        judge_->record("net.connect", {{"name", r.host.text},
+                                       {"action", "net.connect." + r.host.labels + ".*"},
+                                       {"decision", r.ruling.decision},
+                                       {"rule", r.ruling.rule},
+                                       {"refused", why},
+                                       {"stage", "resolver"}});
+        judge_->tally(r.host.text, false, 0, 0);
+      }
+    }
+  }
+}
+
+bool Relay::start_link(std::function<void()> body) {
+  {
+    std::lock_guard lock(mutex_);
+    if (links_ >= kMaxLinks) return false;
+    ++links_;
+  }
+  try {
+    std::thread([this, body = std::move(body)] {
+      body();
+      std::lock_guard lock(mutex_);
+      --links_;
+      links_done_.notify_all();
+    }).detach();
+    return true;
+  } catch (const std::system_error&) {
+    std::lock_guard lock(mutex_);
+    --links_;
+    links_done_.notify_all();
+    return false;
+  }
+}
+
+void Relay::accept_links(int listener) {
+  for (int i = 0; i < 64; ++i) {
+    auto inside = std::make_shared<UniqueFd>(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!*inside || stopped_) return;
+    if (!start_link([this, inside] { link(std::move(*inside)); })) {
+      reset(*inside);
+      refuse("a connection was refused: the relay already carries " + std::to_string(kMaxLinks) + " links");
+    }
+  }
+}
+
+void Relay::link(UniqueFd inside) {
+  const auto orig = original_destination(inside.get());
+  if (!orig || is_relay_itself(*orig)) {
+    reset(inside);
+    refuse(
+        "a connection straight to the relay's own port was refused: a program reaches the network only by a "
+        "name the call's resolver answered");
+    return;
+  }
+  std::optional<std::string> name;
+  {
+    std::lock_guard lock(mutex_);
+    name = map_.name_for(*orig);
+  }
+  if (!name) {
+    reset(inside);
+    refuse("a connection to " + address_text(*orig) + " was refused: no name of the call's resolver has it");
+    return;
+  }
+  auto host = parse_host(*name);
+  if (!host) {
+    reset(inside);
+    return;
+  }
+  auto c = judge_->connect(*host, port_of(*orig));
+  if (!c) {
+    reset(inside);
+    refuse(c.error().message());
+    return;
+  }
+  set_nonblocking(inside.get());
+  set_nonblocking(c->fd());
+  const Pumped moved = pump(inside.get(), c->fd(), stop_.get());
+  c->count(moved.b_to_a, moved.a_to_b);
+}
+
+void Relay::serve_broker() {
+  for (;;) {
+    pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {sockets_.broker.get(), POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    char request[300];
+    const ssize_t n = recv(sockets_.broker.get(), request, sizeof request, MSG_DONTWAIT);
+    if (n == 0) return;  // no process of the call holds the broker any more
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return;
+    }
+    hand_out(std::string(request, static_cast<std::size_t>(n)));
+  }
+}
+
+void Relay::hand_out(const std::string& request) {
+  static constexpr char kRefused[] = "refused";
+  const int broker = sockets_.broker.get();
+  auto target = parse_host_port(request);
+  if (!target) {
+    send(broker, kRefused, sizeof kRefused - 1, MSG_NOSIGNAL);
+    return;
+  }
+  auto c = judge_->connect(target->first, target->second);
+  int pair[2];
+  if (!c || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    if (!c) refuse(c.error().message());
+    send(broker, kRefused, sizeof kRefused - 1, MSG_NOSIGNAL);
+    return;
+  }
+  UniqueFd ours(pair[0]), theirs(pair[1]);
+  char ok[] = "ok";
+  iovec iov{ok, 2};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  const int fd = theirs.get();
+  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  if (sendmsg(broker, &msg, MSG_NOSIGNAL) < 0) return;
+  theirs.reset();
+  // The connection moves into the link's thread with our end of the pair.
+  auto conn = std::make_shared<Connection>(std::move(*c));
+  auto end = std::make_shared<UniqueFd>(std::move(ours));
+  start_link([this, conn, end] {
+    set_nonblocking(end->get());
+    set_nonblocking(conn->fd());
+    const Pumped moved = pump(end->get(), conn->fd(), stop_.get());
+    conn->count(moved.b_to_a, moved.a_to_b);
+    conn->close();
+  });
+}
+
+}  // namespace chock::net

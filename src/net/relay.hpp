@@ -1,0 +1,85 @@
+// The host side of a filtered call's network: the stub resolver, the relay
+// and the broker, served from threads of the caller on sockets that belong
+// to the call's network namespace (made there, handed out by SCM_RIGHTS).
+// No process of the call holds them.
+//
+//   stub:   a DNS query -> the judge's name rule -> a synthetic address, or
+//           REFUSED (the name is never looked up on the host)
+//   relay:  accept -> SO_ORIGINAL_DST -> the synthetic address's name -> the
+//           judge (net.connect.<name>.<port>: resolve, check, dial pinned)
+//           -> splice both ways with half-close
+//   broker: a SOCK_SEQPACKET request "host:port" -> the judge -> a stream
+//           (one end of a fresh unix socket pair, never a socket of the
+//           host's network namespace) or the bare word "refused"
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chock/net.hpp"
+#include "net/dns_stub.hpp"
+#include "util/fd.hpp"
+
+namespace chock::net {
+
+struct RelaySockets {
+  UniqueFd stub;    // UDP, bound to the stub's address inside the call
+  UniqueFd relay4;  // TCP listeners inside the call, where the ruleset redirects
+  UniqueFd relay6;  // (may be absent: no IPv6)
+  UniqueFd broker;  // the host's end of the broker's SOCK_SEQPACKET pair
+};
+
+class Relay {
+ public:
+  static constexpr int kMaxLinks = 512;
+
+  Relay(std::shared_ptr<Judge> judge, RelaySockets sockets);
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // Ends every link and joins every thread; idempotent.
+  void stop() noexcept;
+  // Chock's lines for what was refused, one per host and reason, in order.
+  [[nodiscard]] std::vector<std::string> refusals() const;
+
+ private:
+  void serve();
+  void answer_queries();
+  void accept_links(int listener);
+  void serve_broker();
+  void link(UniqueFd inside);
+  void hand_out(const std::string& request);
+  void refuse(const std::string& line);
+  // Runs `body` on a thread of its own, counted; false past kMaxLinks.
+  bool start_link(std::function<void()> body);
+
+  std::shared_ptr<Judge> judge_;
+  RelaySockets sockets_;
+  UniqueFd stop_;             // an eventfd: readable once stop() is called
+  mutable std::mutex mutex_;  // map_, refusals_, links_
+  std::condition_variable links_done_;
+  SyntheticMap map_;
+  std::vector<std::string> refusals_;
+  int links_ = 0;
+  std::thread loop_;
+  std::thread broker_;
+  std::atomic<bool> stopped_{false};
+};
+
+// Moves bytes both ways between two connected stream sockets with splice(2)
+// until both directions have ended (each end is shut down for writing when
+// its source ends) or `stop` is readable; bytes counted each way.
+struct Pumped {
+  std::uint64_t a_to_b = 0;
+  std::uint64_t b_to_a = 0;
+};
+Pumped pump(int a, int b, int stop);
+
+}  // namespace chock::net
