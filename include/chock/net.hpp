@@ -101,11 +101,14 @@ Expected<Url> parse_url(std::string_view text);
 // Resolves a name with a deadline (c-ares: /etc/hosts, then the servers of
 // /etc/resolv.conf), IPv4 and IPv6; an address literal is its own answer.
 // Errors: no answer within the deadline, no such name, no address.
-Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::milliseconds deadline);
+// A readable `cancel_fd` (an eventfd, a pipe) ends the wait at once (ECANCELED).
+Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::milliseconds deadline,
+                                                int cancel_fd = -1);
 
 // A TCP connection to `address`:`port` within the deadline; a blocking,
 // close-on-exec descriptor the caller owns.
-Expected<int> dial(const sockaddr_storage& address, std::uint16_t port, std::chrono::milliseconds deadline);
+Expected<int> dial(const sockaddr_storage& address, std::uint16_t port, std::chrono::milliseconds deadline,
+                   int cancel_fd = -1);
 
 // What the policy says of an action, as the caller folds it (the table, a
 // question at the terminal, an answer given earlier).
@@ -192,7 +195,9 @@ class Judge {
   // judge_connect, then a dial of each allowed address in turn until one
   // answers. A refusal or a failed dial is an Error whose what is the line
   // to show; either way a net.connect event is recorded.
-  Expected<Connection> connect(const Host& host, std::uint16_t port);
+  // `cancel_fd`: readable, the lookup and the dial end at once (a relay
+  // whose call has ended).
+  Expected<Connection> connect(const Host& host, std::uint16_t port, int cancel_fd = -1);
   // {"connections":N,"refused":N,"bytes_in":N,"bytes_out":N,"hosts":[...]}
   [[nodiscard]] nlohmann::json summary() const;
   // Records an event through options.record (nothing when there is none).
@@ -204,7 +209,7 @@ class Judge {
 
  private:
   friend class Connection;
-  Verdict judge(const Host& host, std::string action);
+  Verdict judge(const Host& host, std::string action, int cancel_fd = -1);
   Ruling rule(const std::string& action);
 
   RuleFn rule_;

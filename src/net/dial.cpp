@@ -9,7 +9,8 @@
 
 namespace chock::net {
 
-Expected<int> dial(const sockaddr_storage& address, std::uint16_t port, std::chrono::milliseconds deadline) {
+Expected<int> dial(const sockaddr_storage& address, std::uint16_t port, std::chrono::milliseconds deadline,
+                   int cancel_fd) {
   sockaddr_storage to = address;
   socklen_t length = 0;
   if (to.ss_family == AF_INET) {
@@ -31,13 +32,14 @@ Expected<int> dial(const sockaddr_storage& address, std::uint16_t port, std::chr
   };
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), length) != 0) {
     if (errno != EINPROGRESS) return fail("connect", errno);
-    pollfd p{fd, POLLOUT, 0};
+    pollfd p[2] = {{fd, POLLOUT, 0}, {cancel_fd, POLLIN, 0}};
     int r = 0;
     do {
-      r = ::poll(&p, 1, static_cast<int>(deadline.count()));
+      r = ::poll(p, 2, static_cast<int>(deadline.count()));
     } while (r < 0 && errno == EINTR);
     if (r == 0) return fail("connect: no answer within the deadline", ETIMEDOUT);
     if (r < 0) return fail("connect: poll", errno);
+    if (p[1].revents != 0) return fail("connect: cancelled: the call ended", ECANCELED);
     int error = 0;
     socklen_t size = sizeof error;
     if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return fail("connect", errno);

@@ -27,7 +27,7 @@ nlohmann::json texts(const std::vector<sockaddr_storage>& addresses) {
 Judge::Judge(RuleFn rule, JudgeOptions options)
     : rule_(std::move(rule)), options_(std::move(options)), own_(own_addresses()) {}
 
-Verdict Judge::judge(const Host& host, std::string action) {
+Verdict Judge::judge(const Host& host, std::string action, int cancel_fd) {
   Verdict v;
   v.action = std::move(action);
   v.ruling = rule(v.action);
@@ -46,7 +46,7 @@ Verdict Judge::judge(const Host& host, std::string action) {
     }
   }
   if (!cached) {
-    found = resolve(host, options_.resolve_deadline);
+    found = resolve(host, options_.resolve_deadline, cancel_fd);
     if (found && options_.lookup_once && host.kind == Host::Kind::name) {
       std::lock_guard lock(lookup_mutex_);
       looked_up_.emplace(host.text, *found);
@@ -99,9 +99,9 @@ Verdict Judge::judge_fetch(const Host& host) {
   return judge(host, fetch_action(host));
 }
 
-Expected<Connection> Judge::connect(const Host& host, std::uint16_t port) {
+Expected<Connection> Judge::connect(const Host& host, std::uint16_t port, int cancel_fd) {
   const auto start = std::chrono::steady_clock::now();
-  Verdict v = judge_connect(host, port);
+  Verdict v = judge(host, connect_action(host, port), cancel_fd);
   nlohmann::json event = {{"name", host.text},
                           {"port", port},
                           {"action", v.action},
@@ -119,7 +119,7 @@ Expected<Connection> Judge::connect(const Host& host, std::uint16_t port) {
   }
   Error last{"connect", host.text};
   for (const auto& a : v.addresses) {
-    auto fd = dial(a, port, options_.connect_deadline);
+    auto fd = dial(a, port, options_.connect_deadline, cancel_fd);
     if (!fd) {
       last = fd.error();
       continue;

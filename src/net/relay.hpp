@@ -38,6 +38,9 @@ struct RelaySockets {
 class Relay {
  public:
   static constexpr int kMaxLinks = 512;
+  // Lines of refusals kept (and events recorded for refused names); past it
+  // they are counted.
+  static constexpr std::size_t kMaxRefusals = 64;
 
   Relay(std::shared_ptr<Judge> judge, RelaySockets sockets);
   ~Relay();
@@ -57,6 +60,8 @@ class Relay {
   void link(UniqueFd inside);
   void hand_out(const std::string& request);
   void refuse(const std::string& line);
+  // Under mutex_: false when the line is there already or past kMaxRefusals.
+  bool add_refusal(const std::string& line);
   // Runs `body` on a thread of its own, counted; false past kMaxLinks.
   bool start_link(std::function<void()> body);
 
@@ -67,6 +72,7 @@ class Relay {
   std::condition_variable links_done_;
   SyntheticMap map_;
   std::vector<std::string> refusals_;
+  std::uint64_t refusals_dropped_ = 0;
   int links_ = 0;
   std::thread loop_;
   std::thread broker_;

@@ -55,7 +55,8 @@ class Channel {
 
 }  // namespace
 
-Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::milliseconds deadline) {
+Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::milliseconds deadline,
+                                                int cancel_fd) {
   if (host.kind != Host::Kind::name) return std::vector<sockaddr_storage>{host.address};
   static std::once_flag once;
   static int library = ARES_SUCCESS;
@@ -87,7 +88,7 @@ Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::m
     }
     ares_socket_t sockets[ARES_GETSOCK_MAXNUM];
     const int bits = ares_getsock(channel.get(), sockets, ARES_GETSOCK_MAXNUM);
-    pollfd fds[ARES_GETSOCK_MAXNUM];
+    pollfd fds[ARES_GETSOCK_MAXNUM + 1];
     nfds_t count = 0;
     for (int i = 0; i < ARES_GETSOCK_MAXNUM; ++i) {
       short events = 0;
@@ -99,7 +100,12 @@ Expected<std::vector<sockaddr_storage>> resolve(const Host& host, std::chrono::m
     timeval tv{};
     const timeval* wait = ares_timeout(channel.get(), &max, &tv);
     const int ms = static_cast<int>(wait->tv_sec * 1000 + wait->tv_usec / 1000);
-    if (::poll(fds, count, ms) < 0 && errno != EINTR) return sys_error("resolve " + host.text + ": poll");
+    fds[count] = pollfd{cancel_fd, POLLIN, 0};  // a negative fd is ignored by poll
+    if (::poll(fds, count + 1, ms) < 0 && errno != EINTR) return sys_error("resolve " + host.text + ": poll");
+    if (fds[count].revents != 0) {
+      ares_cancel(channel.get());
+      return Error{"resolve " + host.text, "cancelled: the call ended", ECANCELED};
+    }
     bool any = false;
     for (nfds_t i = 0; i < count; ++i) {
       if (fds[i].revents == 0) continue;

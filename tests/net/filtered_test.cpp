@@ -2,6 +2,7 @@
 // Chock (curl, git, Python, a C program) reach exactly the names the policy
 // allows, through the call's own resolver and Chock's relay; everything else
 // is refused at once, by the ruleset, the resolver or the judge.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "chock/net.hpp"
+#include "chock/sandbox.hpp"
 #include "log/session_log.hpp"
 #include "util/fd.hpp"
 #include "util/sha256.hpp"
@@ -307,6 +310,41 @@ TEST(Filtered, ARunLogsEveryConnectionAndASummary) {
   EXPECT_EQ(summary["connections"], 1);
   EXPECT_GE(summary["refused"].get<int>(), 2);
   EXPECT_TRUE(has(out.err, "net.connect.test.chock.www.443 asks, and nobody is here to answer")) << out.err;
+}
+
+// A library user gets the same network by calling spawn and wait: the
+// Child's wait serves the resolver and the relay, and the judge it was
+// given decides and counts.
+TEST(Filtered, TheLibrarysChildServesTheNetworkOfItsCall) {
+  CHOCK_NEED_WORLD();
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  UniqueFd read_end(out[0]), write_end(out[1]);
+  Config c;
+  c.argv = {program("net-client"), "www.chock.test", "80", "/whoami"};
+  c.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+  c.binds.push_back({stage_dir(), "", Access::read_only});
+  c.network = Network::filtered;
+  c.stdio = {0, write_end.get(), 2};
+  std::vector<std::string> asked;
+  c.judge = std::make_shared<net::Judge>([&asked](const std::string& action) {
+    asked.push_back(action);
+    return net::Ruling{true, "allow", "the test", ""};
+  });
+  auto child = spawn(c);
+  ASSERT_TRUE(child) << child.error().message();
+  write_end.reset();
+  const Result r = child->wait();
+  EXPECT_EQ(r.exit_status(), 0);
+  EXPECT_TRUE(r.network_filtered);
+  std::string printed(4096, '\0');
+  const ssize_t n = ::read(read_end.get(), printed.data(), printed.size());
+  printed.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  EXPECT_TRUE(has(printed, "served at ")) << printed;
+  EXPECT_NE(std::find(asked.begin(), asked.end(), "net.connect.test.chock.www.80"), asked.end());
+  const auto summary = c.judge->summary();
+  EXPECT_EQ(summary["connections"], 1) << summary;
+  EXPECT_GT(summary["bytes_in"].get<int>(), 0) << summary;
 }
 
 // `ask` is put to the person at the terminal when the program connects (the

@@ -162,6 +162,14 @@ TEST_F(RelayOnLoopback, TheStubAnswersAnAllowedNameSyntheticallyAndRefusesTheRes
       << lines[0];
 }
 
+TEST_F(RelayOnLoopback, WhatIsKeptOfMadeUpNamesIsBounded) {
+  for (int i = 0; i < 100; ++i) ASSERT_FALSE(ask("n" + std::to_string(i) + ".no.test").empty());
+  relay_->stop();
+  const auto lines = relay_->refusals();
+  ASSERT_EQ(lines.size(), Relay::kMaxRefusals + 1);
+  EXPECT_EQ(lines.back(), "and 36 more refusals, not listed (at most 64 are)");
+}
+
 TEST_F(RelayOnLoopback, ALinkWithNoOriginalDestinationIsReset) {
   UniqueFd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_EQ(connect(c.get(), reinterpret_cast<sockaddr*>(&relay_address_), sizeof relay_address_), 0);
