@@ -92,6 +92,16 @@ struct DiskGuard {
   [[nodiscard]] std::uint64_t start_inodes() const { return floor_inodes / 4; }
 };
 
+// A directory of the host that a call may grow only up to a size (a
+// project's toolchain cache). Its size is counted (every block under it)
+// when the call starts, and again only when its file system's use says it
+// may have passed the cap; past it, the call is stopped.
+struct DirectoryCap {
+  std::string path;  // the host directory
+  std::uint64_t cap_bytes = 0;
+  std::string name;  // how the stop names it: "the toolchain cache (/run/chock/cache)"
+};
+
 // Who owns the cgroup the call runs in.
 struct Containment {
   enum class Kind {
@@ -131,7 +141,8 @@ struct Config {
   std::optional<std::vector<Grant>> landlock_grants;
   Limits limits;
   Containment containment;
-  std::optional<DiskGuard> disk;  // chock run sets it; nullopt: not watched
+  std::optional<DiskGuard> disk;              // chock run sets it; nullopt: not watched
+  std::optional<DirectoryCap> directory_cap;  // chock run: the toolchain cache
 };
 
 }  // namespace chock

@@ -52,7 +52,7 @@ struct LimitsReport {
   std::string memory_measured_why;  // "cgroup v2 memory is unavailable here", ...
   std::uint64_t memory_measured_peak = 0;
   std::uint64_t memory_measured_samples = 0;
-  // killed_by "disk": what the disk guard saw ("the call wrote 64 MiB ...").
+  // killed_by "disk" or "cache": what the guard saw ("the call wrote 64 MiB ...").
   std::string disk_reason;
   // memory, processes, open_files, file_size, cpu_time; empty when no limit ended it.
   // (core_dump is never a cause: see core_dump_suppressed.)

@@ -114,6 +114,23 @@ struct Session {
 // $XDG_DATA_HOME/chock, else $HOME/.local/share/chock.
 Expected<std::string> data_dir();
 
+// What a call of a session sees besides its workspace:
+//   /run/chock/cache    the project's toolchain cache, read-write, kept across
+//                       calls and sessions ($XDG_CACHE_HOME/chock/<project>/):
+//                       HOME is its home/, XDG_CACHE_HOME home/.cache
+//   /run/chock/scratch  the session's scratchpad (<session dir>/scratch),
+//                       read-write, kept for the session's calls:
+//                       CHOCK_SCRATCHPAD names it
+inline constexpr const char* kCacheInside = "/run/chock/cache";
+inline constexpr const char* kScratchInside = "/run/chock/scratch";
+Expected<std::string> cache_dir(const std::string& project);  // the host path, made or not
+std::string scratch_dir(const Session& session);
+// Makes both (the cache once, for the session's owner), binds them and sets
+// the environment; the cache's host path.
+Expected<std::string> add_call_dirs(const Session& session, Config& config);
+// Removes the project's cache; false when there was none.
+Expected<bool> clear_cache(const std::string& project);
+
 // An exclusive flock on a session, released when destroyed.
 class SessionLock {
  public:

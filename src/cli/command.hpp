@@ -40,4 +40,7 @@ void add_fetch_command(CLI::App& app, Action& action);
 // `chock doctor`: each layer tried on this machine, one row a layer (doctor_cmd.cpp).
 void add_doctor_command(CLI::App& app, Action& action);
 
+// cache_cmd.cpp
+void add_cache_command(CLI::App& app, Action& action);
+
 }  // namespace chock::cli

@@ -257,6 +257,11 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
   if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
+  auto cache = workspace::add_call_dirs(s, config);
+  if (!cache) return refuse(cache.error(), o.result_file);
+  config.directory_cap = DirectoryCap{*cache, limits.cache_bytes,
+                                      "the project's toolchain cache (/run/chock/cache; .limits.cache sets "
+                                      "its cap, `chock cache clear` empties it)"};
   // The operator's own toolchains (~/.cargo, ~/.pyenv), read-only at their own paths.
   for (const auto& dir : layers.operator_file.toolchain_paths)
     config.binds.push_back(Bind{dir, dir, Access::read_only});

@@ -277,7 +277,8 @@ class Schema {
 
   Expected<LimitsSpec> limits(const Value& s) const {
     if (auto ok = expect_struct(s); !ok) return ok.error();
-    if (auto ok = only_keys(s, {"processes", "memory", "timeout", "disk"}, ".limits"); !ok) return ok.error();
+    if (auto ok = only_keys(s, {"processes", "memory", "timeout", "disk", "cache"}, ".limits"); !ok)
+      return ok.error();
     LimitsSpec out;
     if (const zon::Field* f = s.find("processes")) {
       auto v = processes(f->value);
@@ -290,9 +291,14 @@ class Schema {
       out.memory = std::move(*v);
     }
     if (const zon::Field* f = s.find("disk")) {
-      auto v = disk(f->value);
+      auto v = size_limit(f->value, "disk", "leaves a call no room to write its output");
       if (!v) return v.error();
       out.disk = std::move(*v);
+    }
+    if (const zon::Field* f = s.find("cache")) {
+      auto v = size_limit(f->value, "cache", "leaves a toolchain no room for its cache");
+      if (!v) return v.error();
+      out.cache = std::move(*v);
     }
     if (const zon::Field* f = s.find("timeout")) {
       auto v = timeout(f->value);
@@ -361,17 +367,19 @@ class Schema {
     return out;
   }
 
-  // What a call may write to the data directory's file system: a size.
-  Expected<LimitValue> disk(const Value& v) const {
+  // A size and nothing else (.disk: what a call may write to the data
+  // directory's file system; .cache: the project's toolchain cache).
+  Expected<LimitValue> size_limit(const Value& v, const std::string& name, const char* too_small) const {
     LimitValue out{.origin = origin(v)};
     if (v.kind != Value::Kind::string)
       return at(v, std::string("expected a size such as \"10GiB\", found ") + zon::kind_name(v.kind));
     for (char c : v.text)
       if (c < 0x20 || c > 0x7e || c == '%')
-        return at(v, quote(v.text) + " is not a size; the disk limit looks like \"512MiB\" or \"10GiB\"");
-    auto bytes = parse_size("disk", v.text);
+        return at(
+            v, quote(v.text) + " is not a size; the " + name + " limit looks like \"512MiB\" or \"10GiB\"");
+    auto bytes = parse_size(name, v.text);
     if (!bytes) return at(v, bytes.error().what);
-    if (*bytes < kMinMemoryBytes) return at(v, "disk below 1MiB leaves a call no room to write its output");
+    if (*bytes < kMinMemoryBytes) return at(v, name + " below 1MiB " + too_small);
     out.value = *bytes;
     return out;
   }

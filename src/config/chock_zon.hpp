@@ -36,6 +36,8 @@ struct LimitsSpec {
   std::optional<LimitValue> timeout = std::nullopt;  // .timeout = 600 | "10m" | "2h": seconds of wall clock
   std::optional<LimitValue> disk =
       std::nullopt;  // .disk = "10GiB": what a call may write to the data directory
+  std::optional<LimitValue> cache =
+      std::nullopt;  // .cache = "2GiB": the project's toolchain cache, all of it
 };
 
 // A call that sets no deadline ends after this long (chock run): a hung test
@@ -43,6 +45,8 @@ struct LimitsSpec {
 inline constexpr std::uint64_t kDefaultTimeoutSeconds = 30ULL * 60;
 // What a call may write to the data directory's file system when nobody says.
 inline constexpr std::uint64_t kDefaultDiskBytes = 10ULL << 30;
+// How large a project's toolchain cache (/run/chock/cache) may grow when nobody says.
+inline constexpr std::uint64_t kDefaultCacheBytes = 2ULL << 30;
 // A deadline is at most a week.
 inline constexpr std::uint64_t kMaxTimeoutSeconds = 7ULL * 24 * 3600;
 
@@ -124,6 +128,7 @@ struct EffectiveLimits {
   std::optional<std::uint64_t> memory_bytes;  // nullopt: likewise
   std::uint64_t timeout_seconds = kDefaultTimeoutSeconds;  // always set: the default when nobody asks
   std::uint64_t disk_bytes = kDefaultDiskBytes;            // likewise
+  std::uint64_t cache_bytes = kDefaultCacheBytes;          // likewise
   std::vector<std::string> notices;
 };
 [[nodiscard]] EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_defaults,

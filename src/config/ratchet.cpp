@@ -168,6 +168,15 @@ EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_de
     disk.operator_label = "Chock's default";
   }
   out.disk_bytes = ratchet_one(disk, machine, out.notices).value_or(kDefaultDiskBytes);
+  // The cache the same way.
+  Layered cache{
+      "cache",           true, project.cache, operator_defaults.cache, bundle.cache, kDefaultCacheBytes,
+      kDefaultCacheBytes};
+  if (!cache.operator_value) {
+    cache.operator_value = LimitValue{LimitValue::Kind::absolute, kDefaultCacheBytes, ""};
+    cache.operator_label = "Chock's default";
+  }
+  out.cache_bytes = ratchet_one(cache, machine, out.notices).value_or(kDefaultCacheBytes);
   return out;
 }
 

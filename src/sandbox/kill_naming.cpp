@@ -96,6 +96,9 @@ std::string kill_message(const LimitsReport& r) {
   if (r.killed_by == "disk")
     return "chock: the program was stopped by the disk limit: " + r.disk_reason +
            " (every process of the call was stopped)";
+  if (r.killed_by == "cache")
+    return "chock: the program was stopped by the cache limit: " + r.disk_reason +
+           " (every process of the call was stopped)";
   std::string what;
   std::string value;
   if (r.killed_by == "memory") {

@@ -180,7 +180,7 @@ TEST(ConfigProject, UnknownKeysAndWrongTypes) {
       {".{ .network = .wifi }", ".wifi", "unknown network '.wifi'; the network is .none, .filtered or .host"},
       {".{ .limits = 5 }", "5", "expected a struct such as .{ .name = value }, found an integer"},
       {".{ .limits = .{ .cpu = 1 } }", ".cpu",
-       "unknown key '.cpu' in .limits; the keys there are .processes, .memory, .timeout and .disk"},
+       "unknown key '.cpu' in .limits; the keys there are .processes, .memory, .timeout, .disk and .cache"},
   });
 }
 
@@ -668,6 +668,29 @@ TEST(DiskLimit, ReadAsASizeDefaultsToTenGiBAndAProjectOnlyLowersIt) {
   higher.disk = LimitValue{LimitValue::Kind::absolute, 100ULL << 30, "p:1:1"};
   auto held = ratchet(higher, {}, {}, machine);
   EXPECT_EQ(held.disk_bytes, 10ULL << 30);
+  EXPECT_EQ(held.notices.size(), 1U);
+}
+
+TEST(CacheLimit, ReadAsASizeDefaultsToTwoGiBAndAProjectOnlyLowersIt) {
+  auto p = parse_project(".{ .limits = .{ .cache = \"256MiB\" } }", "/p/chock.zon", "/nonexistent");
+  ASSERT_TRUE(p) << p.error().message();
+  ASSERT_TRUE(p->limits.cache);
+  EXPECT_EQ(p->limits.cache->value, 256ULL << 20);
+  for (const char* bad : {"512", "\"50%\"", "\"2GB\"", "\"512KiB\""}) {
+    auto q = parse_project(std::string(".{ .limits = .{ .cache = ") + bad + " } }", "/p/chock.zon",
+                           "/nonexistent");
+    ASSERT_FALSE(q) << bad;
+    EXPECT_EQ(q.error().message().rfind("/p/chock.zon:1:", 0), 0U) << q.error().message();
+  }
+  const chock::config::Machine machine{4, 1ULL << 34};
+  EXPECT_EQ(ratchet({}, {}, {}, machine).cache_bytes, 2ULL << 30);
+  LimitsSpec lower;
+  lower.cache = LimitValue{LimitValue::Kind::absolute, 1ULL << 30, "p:1:1"};
+  EXPECT_EQ(ratchet(lower, {}, {}, machine).cache_bytes, 1ULL << 30);
+  LimitsSpec higher;
+  higher.cache = LimitValue{LimitValue::Kind::absolute, 100ULL << 30, "p:1:1"};
+  auto held = ratchet(higher, {}, {}, machine);
+  EXPECT_EQ(held.cache_bytes, 2ULL << 30);
   EXPECT_EQ(held.notices.size(), 1U);
 }
 

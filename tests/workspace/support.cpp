@@ -80,6 +80,8 @@ Fixture::Fixture() : dir_("chock-ws") {
   ::mkdir(state_.c_str(), 0700);
   config_ = dir_ / "config";
   ::mkdir(config_.c_str(), 0700);
+  cache_ = dir_ / "cache";
+  ::mkdir(cache_.c_str(), 0700);
 }
 
 void Fixture::init_git() {
@@ -103,7 +105,10 @@ void Fixture::commit_all(const std::string& message) {
 Output Fixture::chock(const std::vector<std::string>& args, const std::string& stdin_data) const {
   RunOptions o;
   o.cwd = project_;
-  o.env = {{"XDG_DATA_HOME", data_}, {"XDG_STATE_HOME", state_}, {"XDG_CONFIG_HOME", config_}};
+  o.env = {{"XDG_DATA_HOME", data_},
+           {"XDG_STATE_HOME", state_},
+           {"XDG_CONFIG_HOME", config_},
+           {"XDG_CACHE_HOME", cache_}};
   o.stdin_data = stdin_data;
   return test::chock(args, o);
 }
@@ -118,7 +123,10 @@ Output Fixture::on_terminal(const std::vector<std::string>& args, const std::str
   for (const auto& a : args) command += " " + quote(a);
   RunOptions o;
   o.cwd = project_;
-  o.env = {{"XDG_DATA_HOME", data_}, {"XDG_STATE_HOME", state_}, {"XDG_CONFIG_HOME", config_}};
+  o.env = {{"XDG_DATA_HOME", data_},
+           {"XDG_STATE_HOME", state_},
+           {"XDG_CONFIG_HOME", config_},
+           {"XDG_CACHE_HOME", cache_}};
   o.stdin_data = typed;
   o.timeout = std::chrono::seconds(60);
   // -e: script exits with the command's status; -q: no banner. Its log goes nowhere.

@@ -26,6 +26,8 @@ class Fixture {
   // XDG_STATE_HOME (session logs) and XDG_CONFIG_HOME (the operator's file) of the runs.
   [[nodiscard]] const std::string& state() const { return state_; }
   [[nodiscard]] const std::string& config() const { return config_; }
+  // XDG_CACHE_HOME of the runs: where the project's toolchain cache is.
+  [[nodiscard]] const std::string& cache() const { return cache_; }
   [[nodiscard]] std::string file(const std::string& rel) const { return project_ + "/" + rel; }
   // A git repository on `main` with a.txt, b.txt and sub/c.txt committed.
   void init_git();
@@ -47,6 +49,7 @@ class Fixture {
   std::string data_;
   std::string state_;
   std::string config_;
+  std::string cache_;
 };
 
 // The id in "chock: session ID (...)", or "" when it was not printed.

@@ -1,0 +1,86 @@
+// What a call of a session gets besides its workspace: the project's
+// toolchain cache and the session's scratchpad (include/chock/workspace.hpp).
+// Both are written by calls, so the host side only makes them, counts them
+// (sandbox/directory_cap.cpp) and removes them, never following a link.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "chock/workspace.hpp"
+#include "log/session_log.hpp"
+#include "util/passwd.hpp"
+#include "workspace/build.hpp"
+#include "workspace/fs.hpp"
+
+namespace chock::workspace {
+
+namespace {
+
+Expected<std::string> cache_home() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
+  const std::string home = home_directory();
+  if (home.empty()) return Error{"find the cache directory: neither XDG_CACHE_HOME nor HOME is set", "", 0};
+  return home + "/.cache/chock";
+}
+
+// A directory made once, for the session's owner. One that is there is left
+// as it is: a call may have changed what is inside, and nothing here follows
+// what it made.
+Expected<void> make_owned(const Session& s, const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return {};
+    return sys_error("mkdir", path);
+  }
+  return build::give_to_owner(s, path);
+}
+
+void set_env(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+  env.push_back(name + "=" + value);
+}
+
+}  // namespace
+
+Expected<std::string> cache_dir(const std::string& project) {
+  auto root = cache_home();
+  if (!root) return root;
+  return *root + "/" + log::project_key(project);
+}
+
+std::string scratch_dir(const Session& s) {
+  return s.dir + "/scratch";
+}
+
+Expected<std::string> add_call_dirs(const Session& s, Config& config) {
+  auto cache = cache_dir(s.project);
+  if (!cache) return cache;
+  auto root = cache_home();
+  if (auto made = fs::make_dirs(*root, 0700); !made) return std::move(made).error();
+  if (!fs::is_dir(*cache)) {
+    if (auto r = make_owned(s, *cache); !r) return std::move(r).error();
+    if (auto r = make_owned(s, *cache + "/home"); !r) return std::move(r).error();
+  }
+  if (auto r = make_owned(s, scratch_dir(s)); !r) return std::move(r).error();
+  config.binds.push_back(Bind{*cache, kCacheInside, Access::read_write});
+  config.binds.push_back(Bind{scratch_dir(s), kScratchInside, Access::read_write});
+  if (config.env) {
+    set_env(*config.env, "HOME", std::string(kCacheInside) + "/home");
+    set_env(*config.env, "XDG_CACHE_HOME", std::string(kCacheInside) + "/home/.cache");
+    set_env(*config.env, "CHOCK_SCRATCHPAD", kScratchInside);
+  }
+  return *cache;
+}
+
+Expected<bool> clear_cache(const std::string& project) {
+  auto cache = cache_dir(project);
+  if (!cache) return std::move(cache).error();
+  struct stat st {};
+  if (::lstat(cache->c_str(), &st) != 0) return false;
+  if (auto r = fs::remove_tree(*cache); !r) return std::move(r).error();
+  return true;
+}
+
+}  // namespace chock::workspace

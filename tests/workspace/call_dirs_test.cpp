@@ -1,0 +1,115 @@
+// What a call sees besides its workspace: the project's toolchain cache as
+// its HOME (kept across calls and sessions of the project, capped, never
+// another project's, never the host's HOME) and the session's scratchpad.
+#include <sys/stat.h>
+
+#include "support.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CallDirs, HomeIsTheProjectsCacheKeptAcrossSessionsAndNoOneElses) {
+  Fixture f;
+  f.init_git();
+  auto first = f.run({}, "echo kept > \"$HOME/note\"; echo \"$HOME $XDG_CACHE_HOME\"");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  EXPECT_EQ(first.out, "/run/chock/cache/home /run/chock/cache/home/.cache\n");
+  auto second = f.run({}, "cat \"$HOME/note\"");  // a new session of the same project
+  EXPECT_EQ(second.status, 0) << describe(second);
+  EXPECT_EQ(second.out, "kept\n");
+  Fixture other;
+  other.init_git();
+  auto elsewhere = other.run({}, "ls -A \"$HOME\"; test -e \"$HOME/note\"; echo \"note $?\"");
+  EXPECT_EQ(elsewhere.out, "note 1\n") << describe(elsewhere);
+}
+
+TEST(CallDirs, TheHostsHomeIsNotThere) {
+  Fixture f;
+  f.init_git();
+  const char* home = std::getenv("HOME");
+  ASSERT_NE(home, nullptr);
+  write_file(std::string(home) + "/host-secret", "the caller's own file\n");
+  auto out = f.run({}, std::string("test -e '") + home + "/host-secret'; echo \"host $?\"; ls -A \"$HOME\"");
+  EXPECT_EQ(out.status, 0) << describe(out);
+  EXPECT_EQ(out.out, "host 1\n") << describe(out);
+}
+
+TEST(CallDirs, PipInstallUserPersistsToTheNextSession) {
+  Fixture f;
+  f.init_git();
+  // A wheel made by hand, so nothing is downloaded: one module and its metadata.
+  const std::string make = R"PY(
+import zipfile, hashlib, base64
+files = {"chockdemo.py": b"ANSWER = 42\n",
+         "chockdemo-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: chockdemo\nVersion: 1.0\n",
+         "chockdemo-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: chock-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+record = ""
+for name, data in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    record += "%s,sha256=%s,%d\n" % (name, digest, len(data))
+record += "chockdemo-1.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile("chockdemo-1.0-py3-none-any.whl", "w") as z:
+    for name, data in files.items():
+        z.writestr(name, data)
+    z.writestr("chockdemo-1.0.dist-info/RECORD", record)
+)PY";
+  write_file(f.file("make_wheel.py"), make);
+  RunOptions in_project;
+  in_project.cwd = f.project();
+  ASSERT_EQ(run_process({"/usr/bin/python3", f.file("make_wheel.py")}, in_project).status, 0);
+  f.commit_all("a wheel");  // the workspace is the committed tree
+  auto check = run_process({"/usr/bin/python3", "-m", "pip", "--version"});
+  if (check.status != 0) GTEST_SKIP() << "no pip for /usr/bin/python3 (python3-pip): " << check.err;
+  auto install = f.run({},
+                       "/usr/bin/python3 -m pip install -q --user --no-index --break-system-packages "
+                       "--disable-pip-version-check ./chockdemo-1.0-py3-none-any.whl");
+  ASSERT_EQ(install.status, 0) << describe(install);
+  auto use = f.run({}, "/usr/bin/python3 -c 'import chockdemo; print(chockdemo.ANSWER)'");
+  EXPECT_EQ(use.status, 0) << describe(use);
+  EXPECT_EQ(use.out, "42\n");
+}
+
+TEST(CallDirs, TheCapStopsACallThatWritesPastItAndClearEmptiesTheCache) {
+  Fixture f;
+  f.init_git();
+  write_file(f.file("chock.zon"), ".{ .limits = .{ .cache = \"8MiB\" } }\n");
+  f.commit_all("a cache cap");
+  auto small = f.run({}, "head -c 4194304 /dev/zero > \"$HOME/small\"; echo wrote");
+  EXPECT_EQ(small.status, 0) << describe(small);
+  auto big = f.run({}, "head -c 67108864 /dev/zero > \"$HOME/big\"; sleep 5; echo survived");
+  EXPECT_EQ(big.status, 137) << describe(big);
+  EXPECT_FALSE(has(big.out, "survived"));
+  EXPECT_TRUE(has(big.err,
+                  "chock: the program was stopped by the cache limit: the project's toolchain cache "
+                  "(/run/chock/cache; .limits.cache sets its cap, `chock cache clear` empties it) held "))
+      << describe(big);
+  EXPECT_TRUE(has(big.err, "past its cap of 8 MiB")) << describe(big);
+  // Over its cap, every call is stopped until the cache is cleared.
+  auto cleared = f.chock({"cache", "clear"});
+  EXPECT_EQ(cleared.status, 0) << describe(cleared);
+  EXPECT_TRUE(has(cleared.out, "is cleared")) << cleared.out;
+  auto after = f.run({}, "ls -A \"$HOME\"; echo empty");
+  EXPECT_EQ(after.status, 0) << describe(after);
+  EXPECT_EQ(after.out, "empty\n");
+}
+
+TEST(CallDirs, TheScratchpadIsTheSessionsAlone) {
+  Fixture f;
+  f.init_git();
+  auto first = f.run({"--keep"}, "echo noted > \"$CHOCK_SCRATCHPAD/n\"; echo \"$CHOCK_SCRATCHPAD $TMPDIR\"");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  EXPECT_EQ(first.out, "/run/chock/scratch /tmp\n");
+  const std::string id = session_id(first);
+  ASSERT_FALSE(id.empty()) << describe(first);
+  auto again = f.run({"--session", id}, "cat \"$CHOCK_SCRATCHPAD/n\"");
+  EXPECT_EQ(again.out, "noted\n") << describe(again);
+  auto other = f.run({}, "test -e \"$CHOCK_SCRATCHPAD/n\"; echo \"other $?\"");
+  EXPECT_EQ(other.out, "other 1\n") << describe(other);
+}
+
+}  // namespace
+}  // namespace chock::test::ws
