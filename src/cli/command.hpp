@@ -43,4 +43,7 @@ void add_doctor_command(CLI::App& app, Action& action);
 // cache_cmd.cpp
 void add_cache_command(CLI::App& app, Action& action);
 
+// credentials_cmd.cpp
+void add_credentials_command(CLI::App& app, Action& action);
+
 }  // namespace chock::cli

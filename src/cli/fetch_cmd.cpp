@@ -20,6 +20,7 @@
 #include "cli/net_rules.hpp"
 #include "cli/session_events.hpp"
 #include "log/session_log.hpp"
+#include "net/credentials.hpp"
 #include "util/escape.hpp"
 #include "workspace/fs.hpp"
 
@@ -191,12 +192,28 @@ int fetch(const FetchOptions& o) {
       status = kFailed;
       break;
     }
+    // The stored credential of exactly this hop's host, over https only: a
+    // redirect to another host gets that host's own, or none.
+    std::string authorization;
+    if (url.scheme == "https") {
+      auto stored = net::credential_for(url.host);
+      if (!stored) return fail_line(stored.error().message(), kExitChockFailed);
+      if (*stored) {
+        authorization = **stored;
+        event["credential"] = url.host.text;  // that one was used, never its value
+      }
+    }
     for (const auto& address : v.addresses) {
       const auto left = time_left();
       if (left.count() <= 0) break;  // the answer of the address before stands
-      HopRequest request{url,         address,
-                         o.max_bytes, std::min<std::chrono::milliseconds>(left, std::chrono::seconds(10)),
-                         left,        o.text};
+      HopRequest request;
+      request.url = url;
+      request.address = address;
+      request.max_bytes = o.max_bytes;
+      request.connect_deadline = std::min<std::chrono::milliseconds>(left, std::chrono::seconds(10));
+      request.deadline = left;
+      request.text = o.text;
+      request.authorization = authorization;
       auto ran = run_hop(*program, request);
       if (!ran) return fail_line(ran.error().message(), kExitChockFailed);
       answer = std::move(*ran);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/fd.hpp"
+#include "util/io.hpp"
 
 namespace chock::cli {
 
@@ -51,7 +52,18 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
                                          std::to_string(request.max_bytes),
                                          std::to_string(request.connect_deadline.count()),
                                          std::to_string(request.deadline.count()),
-                                         request.text ? "1" : "0"};
+                                         request.text ? "1" : "0",
+                                         request.authorization.empty() ? "0" : "1"};
+  UniqueFd secret_read;
+  if (!request.authorization.empty()) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return sys_error("fetch: pipe");
+    secret_read.reset(p[0]);
+    UniqueFd secret_write(p[1]);
+    // Far below a pipe's capacity, so this never blocks.
+    if (auto w = write_all(secret_write.get(), request.authorization, "the fetcher's credential pipe"); !w)
+      return std::move(w).error();
+  }
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -62,12 +74,14 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, body_write.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, meta_write.get(), 3);
+  if (secret_read) posix_spawn_file_actions_adddup2(&actions, secret_read.get(), 4);
   pid_t pid = -1;
   const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return Error{"fetch: run", program, spawned};
   body_write.reset();
   meta_write.reset();
+  secret_read.reset();
 
   HopAnswer answer;
   std::string meta;

@@ -27,7 +27,7 @@ constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
     {"apply", chock::cli::add_apply_command},     {"workspace", chock::cli::add_workspace_command},
     {"policy", chock::cli::add_policy_command},   {"sessions", chock::cli::add_sessions_command},
     {"doctor", chock::cli::add_doctor_command},   {"fetch", chock::cli::add_fetch_command},
-    {"cache", chock::cli::add_cache_command},
+    {"cache", chock::cli::add_cache_command},     {"credentials", chock::cli::add_credentials_command},
 };
 
 int run_main(int argc, char** argv) {

@@ -70,7 +70,7 @@ bool is_text(const std::string& type) {
 namespace {
 
 int fetch_one(int argc, char** argv) {
-  if (argc != 8) {
+  if (argc != 9) {
     std::fprintf(stderr, "chock-fetch-hop: run by chock fetch, not by hand\n");
     return 2;
   }
@@ -79,6 +79,20 @@ int fetch_one(int argc, char** argv) {
   const std::uint64_t max_bytes = number(argv[4]);
   const long connect_ms = static_cast<long>(number(argv[5])), total_ms = static_cast<long>(number(argv[6]));
   const bool text = std::string_view(argv[7]) == "1";
+  // A credential comes through fd 4, never the command line (readable by
+  // every process of the machine): the Authorization header's value.
+  std::string authorization;
+  if (std::string_view(argv[8]) == "1") {
+    char buf[4097];
+    ssize_t n = 0;
+    std::size_t got = 0;
+    while (got < sizeof buf - 1 && (n = ::read(4, buf + got, sizeof buf - 1 - got)) > 0)
+      got += static_cast<std::size_t>(n);
+    ::close(4);
+    authorization.assign(buf, got);
+    for (char c : authorization)
+      if (c < 0x20 || c > 0x7e) authorization.clear();  // never a header of its own
+  }
   if (port == 0 || max_bytes == 0 || connect_ms <= 0 || total_ms <= 0) {
     std::fprintf(stderr, "chock-fetch-hop: a port, a byte cap and both deadlines are needed\n");
     return 2;
@@ -103,9 +117,13 @@ int fetch_one(int argc, char** argv) {
   const std::string target = address.find(':') != std::string::npos ? "[" + address + "]" : address;
   const std::string connect_to = "::" + target + ":" + std::to_string(port);
   curl_slist* connect_list = curl_slist_append(nullptr, connect_to.c_str());
+  curl_slist* request_headers = nullptr;
+  if (!authorization.empty())
+    request_headers = curl_slist_append(nullptr, ("Authorization: " + authorization).c_str());
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_CONNECT_TO, connect_list);
+  if (request_headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, request_headers);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
@@ -163,6 +181,7 @@ int fetch_one(int argc, char** argv) {
   }
   curl_easy_cleanup(curl);
   curl_slist_free_all(connect_list);
+  curl_slist_free_all(request_headers);
   return report(meta);
 }
 

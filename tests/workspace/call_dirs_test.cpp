@@ -2,6 +2,10 @@
 // its HOME (kept across calls and sessions of the project, capped, never
 // another project's, never the host's HOME) and the session's scratchpad.
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <sstream>
 
 #include "support.hpp"
 
@@ -109,6 +113,42 @@ TEST(CallDirs, TheScratchpadIsTheSessionsAlone) {
   EXPECT_EQ(again.out, "noted\n") << describe(again);
   auto other = f.run({}, "test -e \"$CHOCK_SCRATCHPAD/n\"; echo \"other $?\"");
   EXPECT_EQ(other.out, "other 1\n") << describe(other);
+}
+
+// Nothing of the data directory is in a call but the session's own
+// subdirectories: not the directory, not its parent, not the credential
+// store; by its path and by the mount table.
+TEST(CallDirs, TheDataDirectoryAndTheCredentialStoreAreInNoMount) {
+  Fixture f;
+  f.init_git();
+  auto set = f.chock({"credentials", "set", "api.example.org"}, "token never-inside\n");
+  ASSERT_EQ(set.status, 0) << describe(set);
+  const std::string store = f.data() + "/chock/credentials.json";
+  ASSERT_EQ(::access(store.c_str(), F_OK), 0);
+  auto out = f.run({}, "test -e '" + store + "'; echo \"store $?\"; ls '" + f.data() +
+                           "/chock' 2>&1 | head -1; "
+                           "grep -c never-inside -r /run/chock 2>/dev/null; cat /proc/self/mountinfo");
+  ASSERT_EQ(out.status, 0) << describe(out);
+  EXPECT_TRUE(has(out.out, "store 1\n")) << out.out;
+  // A mount exposes a path when it is of the same file system and its root
+  // (the source's path within that file system) is the path or above it.
+  struct stat data_st {};
+  ASSERT_EQ(::stat(f.data().c_str(), &data_st), 0);
+  const std::string data_dev =
+      std::to_string(major(data_st.st_dev)) + ":" + std::to_string(minor(data_st.st_dev));
+  std::istringstream lines(out.out);
+  int mounts = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    if (!(fields >> id >> parent >> dev >> root >> point)) continue;
+    ++mounts;
+    if (dev != data_dev) continue;
+    for (const std::string& hidden : {f.data(), f.data() + "/chock", store})
+      EXPECT_FALSE(root == hidden || hidden.starts_with(root == "/" ? root : root + "/"))
+          << hidden << " is exposed by " << line;
+  }
+  EXPECT_GT(mounts, 5) << out.out;
 }
 
 }  // namespace
