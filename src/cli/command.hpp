@@ -46,4 +46,9 @@ void add_cache_command(CLI::App& app, Action& action);
 // credentials_cmd.cpp
 void add_credentials_command(CLI::App& app, Action& action);
 
+// memory_cmd.cpp: `memory`, and `memory-tool`, the fixed program of the
+// memory tools' own sandboxed call
+void add_memory_command(CLI::App& app, Action& action);
+void add_memory_tool_command(CLI::App& app, Action& action);
+
 }  // namespace chock::cli
