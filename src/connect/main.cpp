@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string>
 
+#include "util/fd_passing.hpp"
+
 namespace {
 
 int fail(const char* what, int status) {
@@ -53,17 +55,13 @@ int main(int argc, char** argv) {
 
   char answer[16] = {};
   iovec iov{answer, sizeof answer - 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(static_cast<int>(broker), &msg, MSG_CMSG_CLOEXEC);
-  int stream = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-      std::memcpy(&stream, CMSG_DATA(c), sizeof stream);
+  chock::FdControl control;
+  chock::expect_fd(msg, control);
+  const ssize_t n = recvmsg(static_cast<int>(broker), &msg, MSG_CMSG_CLOEXEC);
+  const int stream = n > 0 ? chock::received_fd(msg) : -1;
   if (n <= 0 || stream < 0 || std::strncmp(answer, "ok", 2) != 0) {
     std::fprintf(stderr, "chock-connect: %s refused by the policy\n", request.c_str());
     return 1;

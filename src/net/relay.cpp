@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "net/filtered.hpp"
+#include "util/fd_passing.hpp"
 
 namespace chock::net {
 
@@ -349,18 +350,11 @@ void Relay::hand_out(const std::string& request) {
   UniqueFd ours(pair[0]), theirs(pair[1]);
   char ok[] = "ok";
   iovec iov{ok, 2};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  const int fd = theirs.get();
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  FdControl control;
+  attach_fd(msg, control, theirs.get());
   if (sendmsg(broker, &msg, MSG_NOSIGNAL) < 0) return;
   theirs.reset();
   // The connection moves into the link's thread with our end of the pair.

@@ -27,6 +27,7 @@
 #include "sandbox/process_tree.hpp"
 #include "sandbox/steps.hpp"
 #include "util/fd.hpp"
+#include "util/fd_passing.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock {
@@ -205,25 +206,20 @@ struct Child::State {
   bool read_record() {
     Record r;
     iovec iov{&r, sizeof r};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    FdControl control;
+    expect_fd(msg, control);
     ssize_t n = recvmsg(channel.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n <= 0) return false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        int fd = -1;
-        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        if (r.kind == Record::keeper_pidfd && !keeper) {
-          keeper.reset(fd);
-        } else if (r.kind == Record::net_socket && static_cast<size_t>(n) == sizeof r) {
-          take_net_socket(r.detail, fd);
-        } else {
-          close(fd);
-        }
+    if (const int fd = received_fd(msg); fd >= 0) {
+      if (r.kind == Record::keeper_pidfd && !keeper) {
+        keeper.reset(fd);
+      } else if (r.kind == Record::net_socket && static_cast<size_t>(n) == sizeof r) {
+        take_net_socket(r.detail, fd);
+      } else {
+        close(fd);
       }
     }
     if (static_cast<size_t>(n) == sizeof r) take(r);

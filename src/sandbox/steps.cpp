@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/fd_passing.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::sandbox {
@@ -93,17 +94,8 @@ void send_record(int channel, const Record& record, int fd_to_pass) noexcept {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  if (fd_to_pass >= 0) {
-    std::memset(control, 0, sizeof control);
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
-  }
+  FdControl control;
+  if (fd_to_pass >= 0) attach_fd(msg, control, fd_to_pass);
   // Raw: the middle sends too, and leaves the errno it shares alone.
   while (sys::raw(SYS_sendmsg, channel, sys::arg(&msg), MSG_NOSIGNAL) == -EINTR) {
   }

@@ -14,6 +14,7 @@
 
 #include "net/filtered.hpp"
 #include "net/relay.hpp"
+#include "util/fd_passing.hpp"
 
 namespace chock::net {
 namespace {
@@ -129,14 +130,14 @@ class RelayOnLoopback : public ::testing::Test {
     send(broker_inside_.get(), request.data(), request.size(), 0);
     char answer[16] = {};
     iovec iov{answer, sizeof answer};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    FdControl control;
+    expect_fd(msg, control);
     const ssize_t n = recvmsg(broker_inside_.get(), &msg, MSG_CMSG_CLOEXEC);
-    *fd = msg.msg_controllen > 0 ? 1 : -1;
+    *fd = received_fd(msg);
+    if (*fd >= 0) ::close(*fd);
     return std::string(answer, n > 0 ? static_cast<std::size_t>(n) : 0);
   }
 
