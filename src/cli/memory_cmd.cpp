@@ -170,7 +170,7 @@ int read(const MemoryOptions& o) {
 }
 
 int write(const MemoryOptions& o) {
-  for (auto ok :
+  for (const auto& ok :
        {tools::check_name(o.name), tools::check_kind(o.kind), tools::check_description(o.description)})
     if (!ok) return fail(ok.error());
   std::string body((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());

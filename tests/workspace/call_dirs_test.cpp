@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <set>
 #include <sstream>
 
 #include "support.hpp"
@@ -149,6 +150,36 @@ TEST(CallDirs, TheDataDirectoryAndTheCredentialStoreAreInNoMount) {
           << hidden << " is exposed by " << line;
   }
   EXPECT_GT(mounts, 5) << out.out;
+}
+
+// The README's mount table for a shell call, as the call's own mount table
+// shows it: below /run/chock exactly the git view, the cache and the
+// scratchpad (and with --net filtered, chock-connect), never the memory.
+TEST(CallDirs, AShellCallsMountsBelowRunChockAreTheTablesAndNoMore) {
+  Fixture f;
+  f.init_git();
+  auto mounts_of = [&](const std::vector<std::string>& flags) {
+    auto out = f.run(flags, "cat /proc/self/mountinfo");
+    EXPECT_EQ(out.status, 0) << describe(out);
+    std::set<std::string> points;
+    std::istringstream lines(out.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string id, parent, dev, root, point;
+      if (fields >> id >> parent >> dev >> root >> point && point.starts_with("/run/chock"))
+        points.insert(point);
+    }
+    return points;
+  };
+  std::set<std::string> expected = {"/run/chock/git/view", "/run/chock/git/repo/objects",
+                                    "/run/chock/git/common", "/run/chock/git/admin", "/run/chock/cache",
+                                    "/run/chock/scratch",
+                                    // git grep's PCRE2 without its JIT (write-xor-execute holds)
+                                    "/run/chock/lib/pcre2-nojit.so"};
+  if (exists(f.project() + "/.git/hooks")) expected.insert("/run/chock/git/view/hooks");
+  EXPECT_EQ(mounts_of({}), expected);
+  expected.insert("/run/chock/bin/chock-connect");
+  EXPECT_EQ(mounts_of({"--net", "filtered"}), expected);
 }
 
 }  // namespace
