@@ -125,6 +125,10 @@ inline constexpr const char* kCacheInside = "/run/chock/cache";
 inline constexpr const char* kScratchInside = "/run/chock/scratch";
 Expected<std::string> cache_dir(const std::string& project);  // the host path, made or not
 std::string scratch_dir(const Session& session);
+// <session dir>/tasks: the background calls' records, written by Chock's
+// runner; read-only at /run/chock/tasks in every call of the session.
+inline constexpr const char* kTasksInside = "/run/chock/tasks";
+std::string tasks_dir(const Session& session);
 // Makes both (the cache once, for the session's owner), binds them and sets
 // the environment; the cache's host path.
 Expected<std::string> add_call_dirs(const Session& session, Config& config);

@@ -51,4 +51,7 @@ void add_credentials_command(CLI::App& app, Action& action);
 void add_memory_command(CLI::App& app, Action& action);
 void add_memory_tool_command(CLI::App& app, Action& action);
 
+// tasks_cmd.cpp
+void add_tasks_command(CLI::App& app, Action& action);
+
 }  // namespace chock::cli

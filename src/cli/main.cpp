@@ -29,6 +29,7 @@ constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
     {"doctor", chock::cli::add_doctor_command},   {"fetch", chock::cli::add_fetch_command},
     {"cache", chock::cli::add_cache_command},     {"credentials", chock::cli::add_credentials_command},
     {"memory", chock::cli::add_memory_command},   {"memory-tool", chock::cli::add_memory_tool_command},
+    {"tasks", chock::cli::add_tasks_command},
 };
 
 int run_main(int argc, char** argv) {

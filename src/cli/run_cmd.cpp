@@ -24,6 +24,7 @@
 #include "cli/outcome.hpp"
 #include "cli/path_check.hpp"
 #include "cli/session_events.hpp"
+#include "cli/tasks.hpp"
 #include "cli/terminal.hpp"
 #include "log/session_log.hpp"
 #include "sandbox/kill_naming.hpp"
@@ -38,7 +39,8 @@ struct RunOptions {
   std::string project;
   std::string session;
   bool allow_dirty = false;
-  bool keep = false;  // a new session stays even when its call leaves nothing
+  bool keep = false;        // a new session stays even when its call leaves nothing
+  bool background = false;  // a task: the call runs on, this returns its id
   std::vector<std::string> deny;
   std::vector<std::string> carry;
   std::string net;  // empty: the project's .network, else none
@@ -198,7 +200,7 @@ int run(const RunOptions& o) {
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
   const int status = call_in_session(o, *layers, *opened, start, *network, jit);
-  if (opened->created && !o.keep) {
+  if (opened->created && !o.keep && !o.background) {
     const workspace::Session s = opened->session;
     opened->lock = workspace::SessionLock();  // the removal takes it again
     end_one_call(s);
@@ -213,8 +215,9 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   config::EffectiveLimits limits = layers.limits();
   Events events(s.project, s.id);
   if (opened.created) {
-    const std::string lasts = o.keep ? "continue it with --session " + s.id
-                                     : std::string("a session of one call: kept only if it leaves work");
+    const std::string lasts = o.keep || o.background
+                                  ? "continue it with --session " + s.id
+                                  : std::string("a session of one call: kept only if it leaves work");
     std::fprintf(stderr, "chock: session %s (%s workspace of %s); %s\n", s.id.c_str(),
                  s.kind == workspace::Kind::git ? "git worktree" : "overlay", printable(s.project).c_str(),
                  lasts.c_str());
@@ -310,6 +313,16 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
     config.judge = call_judge(net_rules, std::move(judge_options));
     add_connect_client(config);
   }
+  if (o.background) {
+    auto task = start_task(s, std::move(config), opened.lock, events);
+    if (!task) return refuse(task.error(), o.result_file);
+    std::printf("%s\n", task->c_str());
+    std::fprintf(stderr,
+                 "chock: task %s started; `chock tasks wait %s` waits for it, its calls read it at "
+                 "/run/chock/tasks\n",
+                 task->c_str(), task->c_str());
+    return 0;
+  }
   auto terminal = TerminalRelay::prepare(config);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
@@ -364,6 +377,9 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Network: none, filtered (names the policy allows, through Chock's relay) or host "
                   "(default: the project's .network, else none)")
       ->check(CLI::IsMember({"none", "filtered", "host"}));
+  cmd->add_flag("--background", o->background,
+                "Start the call as a task of the session and print its id at once (`chock tasks`); a new "
+                "session is kept");
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");

@@ -54,6 +54,10 @@ std::string scratch_dir(const Session& s) {
   return s.dir + "/scratch";
 }
 
+std::string tasks_dir(const Session& s) {
+  return s.dir + "/tasks";
+}
+
 Expected<std::string> add_call_dirs(const Session& s, Config& config) {
   auto cache = cache_dir(s.project);
   if (!cache) return cache;
@@ -66,6 +70,8 @@ Expected<std::string> add_call_dirs(const Session& s, Config& config) {
   if (auto r = make_owned(s, scratch_dir(s)); !r) return std::move(r).error();
   config.binds.push_back(Bind{*cache, kCacheInside, Access::read_write});
   config.binds.push_back(Bind{scratch_dir(s), kScratchInside, Access::read_write});
+  // Made by Chock's runner, never by a call: what a task printed is evidence.
+  if (fs::is_dir(tasks_dir(s))) config.binds.push_back(Bind{tasks_dir(s), kTasksInside, Access::read_only});
   if (config.env) {
     set_env(*config.env, "HOME", std::string(kCacheInside) + "/home");
     set_env(*config.env, "XDG_CACHE_HOME", std::string(kCacheInside) + "/home/.cache");

@@ -1,0 +1,86 @@
+// Background calls: `chock run --background` returns at once with a task id,
+// the task's output is written by Chock and read (never edited) by later
+// calls of the session, and a cancel ends every process of the task.
+#include <chrono>
+#include <string>
+
+#include "support.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+TEST(Tasks, ABackgroundCallReturnsAtOnceAndWaitGivesItsOutput) {
+  Fixture f;
+  f.init_git();
+  const auto start = std::chrono::steady_clock::now();
+  auto started = f.run({"--background"}, "echo started; sleep 2; echo done");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(started.status, 0) << describe(started);
+  EXPECT_LT(took, std::chrono::milliseconds(1500)) << "the call's 2 s were waited for";
+  const std::string id = trimmed(started.out);
+  ASSERT_EQ(id.size(), 11U) << describe(started);  // SESSION-NN
+  auto waited = f.chock({"tasks", "wait", id, "--timeout", "30"});
+  EXPECT_EQ(waited.status, 0) << describe(waited);
+  EXPECT_EQ(waited.out, "started\ndone\n");
+  auto listed = f.chock({"tasks", "list"});
+  EXPECT_TRUE(has(listed.out, id + "  exited (0)")) << listed.out;
+}
+
+TEST(Tasks, LaterCallsReadTheOutputAndCannotEditIt) {
+  Fixture f;
+  f.init_git();
+  auto started = f.run({"--background"}, "echo evidence");
+  const std::string id = trimmed(started.out);
+  ASSERT_EQ(f.chock({"tasks", "wait", id, "--timeout", "30"}).status, 0);
+  const std::string session = id.substr(0, 8);
+  auto later = f.run({"--session", session},
+                     "cat /run/chock/tasks/task-01.out; "
+                     "echo forged >> /run/chock/tasks/task-01.out 2>/dev/null; echo \"append $?\"; "
+                     "rm -f /run/chock/tasks/task-01.out 2>/dev/null; echo \"rm $?\"; "
+                     "mv /run/chock/tasks/task-01.out /run/chock/tasks/x 2>/dev/null; echo \"mv $?\"; "
+                     "echo forged > /run/chock/tasks/task-02.out 2>/dev/null; echo \"new $?\"");
+  EXPECT_EQ(later.status, 0) << describe(later);
+  EXPECT_EQ(later.out, "evidence\nappend 2\nrm 1\nmv 1\nnew 2\n") << describe(later);
+  EXPECT_EQ(f.chock({"tasks", "show", id}).out, "evidence\n");
+}
+
+TEST(Tasks, CancelEndsTheTasksWholeTreeADaemonIncluded) {
+  Fixture f;
+  f.init_git();
+  auto started = f.run({"--background"}, "setsid sleep 3719 & echo up; sleep 3720");
+  const std::string id = trimmed(started.out);
+  ASSERT_EQ(id.size(), 11U) << describe(started);
+  // Running: the daemon and the call's own sleep are there.
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = run_process({"pgrep", "-f", "^sleep 3719"}).status == 0;
+    if (!up) ::usleep(20000);
+  }
+  ASSERT_TRUE(up) << "the task's daemon never appeared";
+  auto cancelled = f.chock({"tasks", "cancel", id});
+  EXPECT_EQ(cancelled.status, 0) << describe(cancelled);
+  EXPECT_EQ(run_process({"pgrep", "-f", "^sleep 37(19|20)"}).status, 1) << "a process of the task survived";
+  auto listed = f.chock({"tasks", "list"});
+  EXPECT_TRUE(has(listed.out, id + "  cancelled")) << listed.out;
+  auto again = f.chock({"tasks", "cancel", id});
+  EXPECT_EQ(again.status, 1);
+}
+
+TEST(Tasks, ABadTaskIdIsAClearError) {
+  Fixture f;
+  auto bad = f.chock({"tasks", "wait", "nonsense"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(has(bad.err, "a task id looks like SESSION-NN")) << bad.err;
+}
+
+}  // namespace
+}  // namespace chock::test::ws
