@@ -40,13 +40,12 @@ Expected<Task> find_task(const std::string& id) {
                  Errc::bad_config};
   auto s = workspace::load(id.substr(0, dash));
   if (!s) return std::move(s).error();
-  Task t;
-  t.base = workspace::tasks_dir(*s) + "/task-" + id.substr(dash + 1);
-  auto text = workspace::fs::read_file_nofollow(t.base + ".json", 1 << 20);
+  const std::string base = workspace::tasks_dir(*s) + "/task-" + id.substr(dash + 1);
+  auto text = workspace::fs::read_file_nofollow(base + ".json", 1 << 20);
   if (!text) return Error{"there is no task " + id, "", 0, Errc::bad_config};
-  t.state = nlohmann::json::parse(*text, nullptr, false);
-  if (!t.state.is_object()) return Error{"the task's record is damaged", t.base + ".json"};
-  return t;
+  auto state = nlohmann::json::parse(*text, nullptr, false);
+  if (!state.is_object()) return Error{"the task's record is damaged", base + ".json"};
+  return Task{base, std::move(state)};
 }
 
 // Whether the task's runner still holds its lock (it runs).
