@@ -75,6 +75,27 @@ TEST(Tasks, CancelEndsTheTasksWholeTreeADaemonIncluded) {
   EXPECT_EQ(again.status, 1);
 }
 
+// A task's mounts below /run/chock are a shell call's (the README's table).
+TEST(Tasks, ATasksMountsAreAShellCallsAndASessionKeepsAtMost32) {
+  Fixture f;
+  f.init_git();
+  auto started = f.run({"--background"}, "grep -o ' /run/chock[^ ]*' /proc/self/mountinfo | sort");
+  const std::string id = trimmed(started.out);
+  auto waited = f.chock({"tasks", "wait", id, "--timeout", "30"});
+  const std::string hooks = exists(f.project() + "/.git/hooks") ? " /run/chock/git/view/hooks\n" : "";
+  EXPECT_EQ(waited.out,
+            " /run/chock/cache\n /run/chock/git/admin\n /run/chock/git/common\n"
+            " /run/chock/git/repo/objects\n /run/chock/git/view\n" +
+                hooks + " /run/chock/lib/pcre2-nojit.so\n /run/chock/scratch\n")
+      << describe(waited);
+  const std::string session = id.substr(0, 8);
+  for (int n = 2; n <= 32; ++n)
+    ASSERT_EQ(f.run({"--session", session, "--background"}, "true").status, 0) << n;
+  auto past = f.run({"--session", session, "--background"}, "true");
+  EXPECT_EQ(past.status, 125) << describe(past);
+  EXPECT_TRUE(has(past.err, "the session has 32 tasks, the most it keeps")) << describe(past);
+}
+
 TEST(Tasks, ABadTaskIdIsAClearError) {
   Fixture f;
   auto bad = f.chock({"tasks", "wait", "nonsense"});
