@@ -36,8 +36,7 @@ namespace chock::cli {
 
 namespace {
 
-constexpr const char* kMemoryInside = "/run/chock/memory";
-constexpr const char* kToolInside = "/run/chock/bin/chock";
+using tools::kMemoryInside;
 
 struct MemoryOptions {
   std::string project;
@@ -78,16 +77,9 @@ Expected<nlohmann::json> run_tool(const std::string& dir, std::vector<std::strin
   // At most a note's 16 KiB: far below a pipe's capacity.
   if (auto w = write_all(in_write.get(), input, "the memory tool's stdin"); !w) return std::move(w).error();
   in_write.reset();
-  Config c;
-  c.argv = {kToolInside, "memory-tool"};
-  c.argv.insert(c.argv.end(), args.begin(), args.end());
-  c.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
-  c.binds.push_back(Bind{dir_of_self() + "/chock", kToolInside, Access::read_only_file});
-  c.binds.push_back(Bind{dir, kMemoryInside, Access::read_write});
-  c.network = Network::none;
+  Config c = tools::memory_call(dir_of_self() + "/chock", dir, args);
   c.pass_stdin = true;
   c.stdio = {in_read.get(), out_write.get(), 2};
-  c.timeout = std::chrono::seconds(30);
   auto child = spawn(c);
   if (!child) return std::move(child).error();
   in_read.reset();
@@ -173,11 +165,6 @@ int write(const MemoryOptions& o) {
   for (const auto& ok :
        {tools::check_name(o.name), tools::check_kind(o.kind), tools::check_description(o.description)})
     if (!ok) return fail(ok.error());
-  std::string body((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  if (body.size() > tools::kMaxNoteBytes)
-    return fail(
-        Error{"a note's version is at most 16 KiB; stdin held " + std::to_string(body.size()) + " bytes", "",
-              0, Errc::bad_config});
   auto t = target_of(o);
   if (!t) return fail(t.error());
   config::LayerOptions layer_options = o.layers;
@@ -192,6 +179,12 @@ int write(const MemoryOptions& o) {
     return 1;
   }
   if (!rules.new_always().empty()) remember_always(t->session, rules.new_always());
+  // Read after the question: on a terminal the answer comes first, then the body.
+  std::string body((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  if (body.size() > tools::kMaxNoteBytes)
+    return fail(
+        Error{"a note's version is at most 16 KiB; stdin held " + std::to_string(body.size()) + " bytes", "",
+              0, Errc::bad_config});
   auto dir = memory_dir(t->project, call_uid());
   if (!dir) return fail(dir.error());
   char when[32];

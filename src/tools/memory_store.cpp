@@ -176,4 +176,16 @@ Expected<int> write_note(const std::string& dir, const Note& note) {
   return fresh.version;
 }
 
+Config memory_call(const std::string& tool, const std::string& dir, const std::vector<std::string>& args) {
+  Config c;
+  c.argv = {kMemoryToolInside, "memory-tool"};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  c.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+  c.binds.push_back(Bind{tool, kMemoryToolInside, Access::read_only_file});
+  c.binds.push_back(Bind{dir, kMemoryInside, Access::read_write});
+  c.network = Network::none;
+  c.timeout = std::chrono::seconds(30);
+  return c;
+}
+
 }  // namespace chock::tools

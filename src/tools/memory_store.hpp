@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chock/config.hpp"
 #include "chock/error.hpp"
 
 namespace chock::tools {
@@ -53,5 +54,13 @@ Expected<Note> read_note(const std::string& dir, const std::string& name, std::o
 // the version number it got. Past a limit it is refused, and nothing is
 // dropped to make room.
 Expected<int> write_note(const std::string& dir, const Note& note);
+
+// The memory tools' own call: `tool` (the chock binary) read-only at
+// /run/chock/bin/chock running `memory-tool ARGS...`, the knowledgebase `dir`
+// read-write at /run/chock/memory, no network, and nothing else of Chock's.
+// The one call the knowledgebase is mounted in.
+inline constexpr const char* kMemoryInside = "/run/chock/memory";
+inline constexpr const char* kMemoryToolInside = "/run/chock/bin/chock";
+Config memory_call(const std::string& tool, const std::string& dir, const std::vector<std::string>& args);
 
 }  // namespace chock::tools

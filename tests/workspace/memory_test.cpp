@@ -3,7 +3,13 @@
 // policy row obeyed, and /run/chock/memory absent from every other call.
 #include <string>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "chock/sandbox.hpp"
 #include "support.hpp"
+#include "tools/memory_store.hpp"
+#include "util/fd.hpp"
 
 namespace chock::test::ws {
 namespace {
@@ -85,6 +91,20 @@ TEST(Memory, WritesFollowThePolicyRow) {
   EXPECT_EQ(f.chock({"memory", "list"}).out, "");
 }
 
+// `ask` is put to the person at the terminal: the answer, then the body.
+TEST(Memory, AWriteThatAsksIsAnsweredAtTheTerminal) {
+  Fixture f;
+  f.init_git();
+  auto no = f.on_terminal({"memory", "write", "asked", "--kind", "insight", "--description", "d"}, "n\n");
+  EXPECT_TRUE(has(no.out, "memory.write asks: go ahead?")) << no.out;
+  EXPECT_TRUE(has(no.out, "refused: you answered no")) << no.out;
+  auto yes = f.on_terminal({"memory", "write", "asked", "--kind", "insight", "--description", "d"},
+                           "y\nwritten at a terminal\n\x04");
+  EXPECT_EQ(yes.status, 0) << describe(yes);
+  EXPECT_TRUE(has(yes.out, "the note asked is at version 1")) << yes.out;
+  EXPECT_EQ(f.chock({"memory", "read", "asked"}).out, "written at a terminal\n");
+}
+
 TEST(Memory, TheKnowledgebaseIsAbsentFromAnOrdinaryCall) {
   Fixture f;
   f.init_git();
@@ -98,6 +118,27 @@ TEST(Memory, TheKnowledgebaseIsAbsentFromAnOrdinaryCall) {
   EXPECT_TRUE(has(out.out, "memory 1\n")) << out.out;
   EXPECT_FALSE(has(out.out, "secret-plan")) << out.out;
   EXPECT_FALSE(has(out.out, "/run/chock/memory")) << out.out;
+}
+
+// The memory call's mount table, as the call itself reads it: below
+// /run/chock only the knowledgebase and the tool (docs/mounts.md), and no
+// workspace, cache or scratchpad.
+TEST(Memory, TheMemoryCallsMountsAreTheTablesRow) {
+  TempDir dir("chock-memory-call");
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  UniqueFd read_end(out[0]), write_end(out[1]);
+  Config c = tools::memory_call(chock_binary(), dir.path(), {"list"});
+  c.argv = {"/bin/sh", "-c", "grep -o ' /run/chock[^ ]*' /proc/self/mountinfo | sort; echo \"HOME=$HOME\""};
+  c.stdio = {0, write_end.get(), 2};
+  auto r = run(c);
+  ASSERT_TRUE(r) << r.error().message();
+  write_end.reset();
+  std::string printed(4096, '\0');
+  const ssize_t n = ::read(read_end.get(), printed.data(), printed.size());
+  printed.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  EXPECT_EQ(r->exit_status(), 0);
+  EXPECT_EQ(printed, " /run/chock/bin/chock\n /run/chock/memory\nHOME=\n") << printed;
 }
 
 }  // namespace

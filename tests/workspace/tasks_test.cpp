@@ -96,6 +96,20 @@ TEST(Tasks, ATasksMountsAreAShellCallsAndASessionKeepsAtMost32) {
   EXPECT_TRUE(has(past.err, "the session has 32 tasks, the most it keeps")) << describe(past);
 }
 
+TEST(Tasks, OutputPastEightMebibytesIsCutAndSaidSo) {
+  Fixture f;
+  f.init_git();
+  auto started = f.run({"--background"}, "head -c 9000000 /dev/zero | tr '\\0' a");
+  const std::string id = trimmed(started.out);
+  auto waited = f.chock({"tasks", "wait", id, "--timeout", "60"});
+  EXPECT_EQ(waited.status, 0) << waited.err;
+  const std::string said =
+      "\nchock: the task's output passed its cap of 8 MiB; 611392 bytes more were dropped\n";
+  ASSERT_EQ(waited.out.size(), (8U << 20) + said.size());
+  EXPECT_EQ(waited.out.substr(8U << 20), said);
+  EXPECT_EQ(waited.out.find_first_not_of('a'), 8U << 20);
+}
+
 TEST(Tasks, ABadTaskIdIsAClearError) {
   Fixture f;
   auto bad = f.chock({"tasks", "wait", "nonsense"});
