@@ -69,7 +69,7 @@ Expected<std::string> memory_dir(const std::string& project, uid_t call_uid) {
 }
 
 // Runs the memory tool in its own call; its one JSON answer.
-Expected<nlohmann::json> run_tool(const std::string& dir, std::vector<std::string> args,
+Expected<nlohmann::json> run_tool(const std::string& dir, const std::vector<std::string>& args,
                                   const std::string& input) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return sys_error("memory: pipe");
