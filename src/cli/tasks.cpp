@@ -70,13 +70,13 @@ std::uint64_t keep_output(int from, int file) {
   return dropped;
 }
 
+// The task's lock was taken before the fork: the runner holds it (the same
+// open file) until it exits, so a task is never seen as ended before it ran.
 [[noreturn]] void run_task(const std::string& base, Config config, workspace::SessionLock& lock,
                            SessionEvents& events, nlohmann::json state) {
   ::setsid();
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-  UniqueFd task_lock(::open((base + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (task_lock) ::flock(task_lock.get(), LOCK_EX);
   UniqueFd out(::open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   int pipe[2];
   if (!out || ::pipe2(pipe, O_CLOEXEC) != 0) ::_exit(125);
@@ -130,6 +130,8 @@ Expected<std::string> start_task(const workspace::Session& s, Config config, wor
   if (!n) return std::move(n).error();
   const std::string base = dir + "/task-" + two_digits(*n);
   const std::string id = s.id + "-" + two_digits(*n);
+  UniqueFd task_lock(::open((base + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!task_lock || ::flock(task_lock.get(), LOCK_EX) != 0) return sys_error("lock the task", base + ".lock");
   nlohmann::json state = {{"id", id}, {"argv", config.argv}, {"started", now_text()}, {"state", "starting"}};
   if (auto w = workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n"); !w)
     return std::move(w).error();
@@ -137,7 +139,7 @@ Expected<std::string> start_task(const workspace::Session& s, Config config, wor
   const pid_t pid = ::fork();
   if (pid < 0) return sys_error("fork the task's runner");
   if (pid == 0) run_task(base, std::move(config), lock, events, std::move(state));
-  return id;
+  return id;  // our copy of the lock's descriptor closes here; the runner's holds it
 }
 
 }  // namespace chock::cli
