@@ -54,4 +54,9 @@ void add_memory_tool_command(CLI::App& app, Action& action);
 // tasks_cmd.cpp
 void add_tasks_command(CLI::App& app, Action& action);
 
+// mcp_cmd.cpp: `mcp` (and `mcp wrap`), and `file-tool`, the fixed program of
+// the MCP file tools' own sandboxed call
+void add_mcp_command(CLI::App& app, Action& action);
+void add_file_tool_command(CLI::App& app, Action& action);
+
 }  // namespace chock::cli

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "util/split.hpp"
+
 namespace chock::cli {
 
 namespace {
@@ -25,15 +27,7 @@ bool is_program(const std::string& path) {
 }
 
 std::vector<std::string> entries(const std::string& path) {
-  std::vector<std::string> out;
-  std::size_t begin = 0;
-  while (begin <= path.size()) {
-    std::size_t end = path.find(':', begin);
-    if (end == std::string::npos) end = path.size();
-    if (end > begin) out.push_back(path.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return out;
+  return split_nonempty(path, ':');
 }
 
 }  // namespace

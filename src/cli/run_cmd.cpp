@@ -18,6 +18,7 @@
 #include "chock/sandbox.hpp"
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/fetch_hop.hpp"
 #include "cli/jit_fallback.hpp"
 #include "cli/layer_flags.hpp"
 #include "cli/net_rules.hpp"
@@ -30,6 +31,7 @@
 #include "sandbox/kill_naming.hpp"
 #include "util/escape.hpp"
 #include "util/sha256.hpp"
+#include "util/split.hpp"
 
 namespace chock::cli {
 
@@ -46,6 +48,12 @@ struct RunOptions {
   std::string net;  // empty: the project's .network, else none
   double timeout_seconds = 0;
   std::string result_file;
+  bool pass_stdin = false;
+  std::string cwd;               // where the call starts, inside the project (default: as the caller is)
+  std::vector<std::string> env;  // K=V added to the call's environment
+  int program_stderr = -1;       // chock mcp: the program's stderr apart from Chock's own lines
+  bool bind_chock = false;       // chock mcp: this binary at /run/chock/bin/chock, for the file tools
+  bool plain_env = false;        // chock mcp wrap: PATH, LANG, TERM and Chock's own, nothing more
   config::LayerOptions layers;
   std::vector<std::string> argv;
 };
@@ -68,6 +76,25 @@ std::vector<std::string> call_environment() {
   env.emplace_back("HOME=/tmp");
   env.emplace_back("TMPDIR=/tmp");
   return env;
+}
+
+// --cwd: a directory of the project, relative to its top or absolute below
+// it; only its name is checked here (the call's own tree decides the rest).
+Expected<std::string> start_inside(const std::string& root, const std::string& cwd) {
+  std::string clean;
+  for (const auto& part : split_nonempty(cwd.starts_with('/') ? cwd : root + "/" + cwd, '/')) {
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!clean.empty()) clean.erase(clean.rfind('/'));  // "/.." is "/"
+      continue;
+    }
+    clean += "/" + part;
+  }
+  if (clean.empty()) clean = "/";
+  if (clean != root && !clean.starts_with(root + "/"))
+    return Error{"--cwd " + printable(cwd) + " is outside the project " + printable(root), "", 0,
+                 Errc::bad_config};
+  return clean;
 }
 
 // "chock: checking out 1a2b3c4d5e6f: 9000 of 20000 files", rewritten in place.
@@ -173,6 +200,11 @@ int run(const RunOptions& o) {
   if (char real[PATH_MAX]; !o.project.empty() && ::realpath(o.project.c_str(), real) != nullptr) start = real;
   auto root = workspace::project_root(o.project.empty() ? start : o.project);
   if (!root) return refuse(root.error(), o.result_file);
+  if (!o.cwd.empty()) {
+    auto inside = start_inside(*root, o.cwd);
+    if (!inside) return refuse(inside.error(), o.result_file);
+    start = *inside;
+  }
   config::LayerOptions layer_options = o.layers;
   layer_options.project_dir = *root;
   auto layers = config::load_layers(layer_options);
@@ -241,6 +273,21 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   Config config;
   config.argv = o.argv;
   config.env = call_environment();
+  if (o.plain_env)
+    std::erase_if(*config.env, [](const std::string& e) {
+      return !e.starts_with("PATH=") && !e.starts_with("LANG=") && !e.starts_with("TERM=") &&
+             !e.starts_with("HOME=") && !e.starts_with("TMPDIR=");
+    });
+  for (const auto& e : o.env) {
+    const std::string name = e.substr(0, e.find('=') + 1);
+    std::erase_if(*config.env, [&name](const std::string& have) { return have.starts_with(name); });
+    config.env->push_back(e);
+  }
+  config.pass_stdin = o.pass_stdin;
+  if (o.program_stderr >= 0) config.stdio[2] = o.program_stderr;
+  if (o.bind_chock)
+    config.binds.push_back(
+        Bind{dir_of_self() + "/chock", std::string(kConnectDirInside) + "/chock", Access::read_only_file});
   config.network = network;
   config.allow_jit = jit.decision == policy::Decision::allow;
   config.limits.processes = limits.processes;
@@ -383,6 +430,21 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
+  cmd->add_flag("--stdin", o->pass_stdin, "Pass the caller's stdin to the command (otherwise /dev/null)");
+  cmd->add_option("--cwd", o->cwd,
+                  "Start the command in this directory of the project (default: the current one)");
+  cmd->add_option("--env", o->env, "Set K=V in the call's environment (repeatable)")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check([](const std::string& e) {
+        return e.find('=') == std::string::npos || e.front() == '=' ? std::string("expected K=V")
+                                                                    : std::string();
+      });
+  // chock mcp's own: not for people.
+  cmd->add_option("--program-stderr", o->program_stderr)->group("");
+  cmd->add_flag("--bind-chock", o->bind_chock)->group("");
+  cmd->add_flag("--plain-env", o->plain_env)->group("");
   add_layer_flags(*cmd, o->layers);
   cmd->add_option("command", o->argv, "The command, after --")->required();
   cmd->positionals_at_end();

@@ -112,4 +112,16 @@ std::string mcp_network(std::string_view server) {
   return "mcp." + escape_label(server) + ".network";
 }
 
+std::string mcp_tool(std::string_view server, std::string_view tool) {
+  bool plain = !tool.empty() && tool != "_";
+  for (std::size_t i = 0; plain && i < tool.size(); ++i) {
+    const char c = tool[i];
+    if (c == '_')
+      plain = !(i + 2 < tool.size() && hex_value(tool[i + 1]) >= 0 && hex_value(tool[i + 2]) >= 0);
+    else
+      plain = kept_as_is(c);
+  }
+  return "mcp." + escape_label(server) + ".tool." + (plain ? std::string(tool) : escape_label(tool));
+}
+
 }  // namespace chock::policy

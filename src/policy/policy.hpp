@@ -90,6 +90,10 @@ class Table {
 [[nodiscard]] std::string device_usb(unsigned vendor, unsigned product);  // device.usb.1d50.6018
 [[nodiscard]] std::string device_path(std::string_view path);             // device.path.<escaped path>
 [[nodiscard]] std::string mcp_network(std::string_view server);           // mcp.<escaped server>.network
+// mcp.<escaped server>.tool.<tool>: a tool name made only of [a-z0-9_-] with no
+// '_' before two hex digits is its own label (read_text_file), any other is
+// escaped; the two sets cannot meet, since every escape holds such a '_'.
+[[nodiscard]] std::string mcp_tool(std::string_view server, std::string_view tool);
 // The label escape itself, and its inverse (nullopt when `label` is not an
 // escape's output), e.g. to show the path a device.path rule names.
 [[nodiscard]] std::string escape_label(std::string_view value);

@@ -273,7 +273,9 @@ void forward_signal(int sig) {
     pid_t got = wait4(-1, &status, __WALL, &ru);
     if (got < 0) {
       if (errno == EINTR) continue;
-      _exit(125);  // ECHILD: cannot happen while the program is ours to reap
+      // ECHILD: cannot happen while the program is ours to reap; if it
+      // does, the caller is told where, not left with a bare 125.
+      fail_step(channel, {Step::keeper_wait, errno, -1});
     }
     if (exit_watch::on_wait(watch, got, status)) continue;  // a ptrace stop, resumed
     if (got != pid) continue;  // an orphan reparented to us: reaped, nothing more

@@ -85,6 +85,8 @@ const char* step_name(Step step) noexcept {
       return "rlimits";
     case Step::exec:
       return "exec";
+    case Step::keeper_wait:
+      return "keeper_wait";
   }
   return "unknown";
 }

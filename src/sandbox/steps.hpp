@@ -47,6 +47,7 @@ enum class Step : std::uint32_t {
   seccomp,
   rlimits,
   exec,
+  keeper_wait,  // the keeper lost its program (wait4 failed): said, never a silent 125
 };
 
 const char* step_name(Step step) noexcept;

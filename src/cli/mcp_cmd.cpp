@@ -1,0 +1,108 @@
+// chock mcp [--project DIR] [--session ID] [--org-bundle PATH] [--policy-rule A=D]...
+//   Chock as an agent's tools, over MCP on stdio (src/mcp/server.cpp).
+// chock mcp wrap NAME [--project DIR] [--env K=V]... -- CMD [ARG...]
+//   A third-party MCP server in a sandbox, behind Chock's relay (src/mcp/wrap.cpp).
+// chock file-tool: the fixed program of the file tools, inside their call.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "chock/workspace.hpp"
+#include "cli/command.hpp"
+#include "cli/fetch_hop.hpp"
+#include "cli/layer_flags.hpp"
+#include "mcp/file_tool.hpp"
+#include "mcp/server.hpp"
+#include "mcp/wrap.hpp"
+#include "util/escape.hpp"
+
+namespace chock::cli {
+
+namespace {
+
+struct McpOptions {
+  std::string project;
+  std::string session;
+  config::LayerOptions layers;
+  std::string name;
+  std::vector<std::string> env;
+  std::vector<std::string> argv;
+};
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "chock: mcp: %s\n", printable(e.message()).c_str());
+  return exit_status_for(e, 2);
+}
+
+// --session's project, else --project's (or the current directory's) top level.
+Expected<std::string> project_of(const McpOptions& o) {
+  if (!o.session.empty()) {
+    auto s = workspace::load(o.session);
+    if (!s) return std::move(s).error();
+    return s->project;
+  }
+  return workspace::project_root(o.project.empty() ? "." : o.project);
+}
+
+int serve(const McpOptions& o) {
+  auto project = project_of(o);
+  if (!project) return fail(project.error());
+  mcp::ServerOptions s;
+  s.chock = dir_of_self() + "/chock";
+  s.project = *project;
+  s.session = o.session;
+  s.layers = o.layers;
+  return mcp::serve(s, STDIN_FILENO, STDOUT_FILENO);
+}
+
+int wrap(const McpOptions& o) {
+  auto project = project_of(o);
+  if (!project) return fail(project.error());
+  mcp::WrapOptions w;
+  w.chock = dir_of_self() + "/chock";
+  w.name = o.name;
+  w.project = *project;
+  w.env = o.env;
+  w.argv = o.argv;
+  w.layers = o.layers;
+  return mcp::wrap(w);
+}
+
+}  // namespace
+
+void add_mcp_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<McpOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "mcp",
+      "Serve an agent's tools over MCP (stdio), each call sandboxed; `mcp wrap` sandboxes an MCP server");
+  cmd->add_option("--project", o->project, "The project (default: the current directory)");
+  cmd->add_option("--session", o->session,
+                  "Continue this session (default: a new one, made by the first call)");
+  add_layer_flags(*cmd, o->layers);
+  cmd->callback([o, &action, cmd] {
+    if (cmd->get_subcommands().empty()) action = [o] { return serve(*o); };
+  });
+  CLI::App* w =
+      cmd->add_subcommand("wrap", "Run a third-party MCP server in a sandbox, behind Chock's relay");
+  w->add_option("name", o->name, "The server's name in the policy (mcp.NAME.network, mcp.NAME.tool.TOOL)")
+      ->required();
+  w->add_option("--project", o->project,
+                "The project whose workspace it runs in (default: the current directory)");
+  w->add_option("--env", o->env, "K=V in the server's environment (repeatable)")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_layer_flags(*w, o->layers);
+  // Not positionals_at_end: NAME comes first, and options may follow it before `--`.
+  w->add_option("command", o->argv, "The server's command, after --")->required();
+  w->callback([o, &action] { action = [o] { return wrap(*o); }; });
+}
+
+void add_file_tool_command(CLI::App& app, Action& action) {
+  CLI::App* cmd = app.add_subcommand("file-tool", "");  // no description: not for people
+  cmd->group("");
+  cmd->callback([&action] { action = [] { return mcp::file_tool_main(); }; });
+}
+
+}  // namespace chock::cli

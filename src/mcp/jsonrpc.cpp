@@ -1,0 +1,169 @@
+#include "mcp/jsonrpc.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace chock::mcp {
+
+namespace {
+
+bool valid_id(const Json& id) {
+  return id.is_string() || id.is_number_integer();
+}
+
+Parsed fail(const Json& id, int error_code, const std::string& why) {
+  return Parsed{std::nullopt, error_response(id, error_code, why)};
+}
+
+}  // namespace
+
+Parsed parse_line(std::string_view line) {
+  if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return {};
+  Json j = Json::parse(line, nullptr, false);
+  if (j.is_discarded()) return fail(nullptr, code::parse_error, "the line is not JSON");
+  if (j.is_array())
+    return fail(nullptr, code::invalid_request, "a batch (JSON array) is not accepted: one message a line");
+  if (!j.is_object()) return fail(nullptr, code::invalid_request, "a message is a JSON object");
+  const auto id_at = j.find("id");
+  const bool has_id = id_at != j.end() && !id_at->is_null();
+  const Json id = has_id && valid_id(*id_at) ? *id_at : Json(nullptr);
+  if (has_id && !valid_id(*id_at))
+    return fail(nullptr, code::invalid_request, "an id is a string or an integer");
+  if (j.value("jsonrpc", Json()) != "2.0")
+    return fail(id, code::invalid_request, "\"jsonrpc\" must be \"2.0\"");
+  Message m;
+  m.id = id;
+  const auto method = j.find("method");
+  if (method != j.end()) {
+    if (!method->is_string()) return fail(id, code::invalid_request, "\"method\" is a string");
+    m.method = method->get<std::string>();
+    m.kind = has_id ? Message::Kind::request : Message::Kind::notification;
+    if (const auto params = j.find("params"); params != j.end()) {
+      if (!params->is_object() && !params->is_array()) {
+        if (!has_id) return {};  // nobody to tell
+        return fail(id, code::invalid_params, "\"params\" is an object or an array");
+      }
+      m.params = *params;
+    }
+    return Parsed{std::move(m), std::nullopt};
+  }
+  const bool has_result = j.contains("result"), has_error = j.contains("error");
+  // An error answers with a null id when the request's could not be read.
+  const bool null_id_error = has_error && id_at != j.end() && id_at->is_null();
+  if ((!has_id && !null_id_error) || has_result == has_error)
+    return fail(nullptr, code::invalid_request, "neither a request, a notification nor a response");
+  m.kind = Message::Kind::response;
+  if (has_result) m.result = j["result"];
+  if (has_error) {
+    if (!j["error"].is_object()) return fail(nullptr, code::invalid_request, "\"error\" is an object");
+    m.error = j["error"];
+  }
+  return Parsed{std::move(m), std::nullopt};
+}
+
+Json response(const Json& id, Json result) {
+  return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+Json error_response(const Json& id, int error_code, const std::string& message, const Json& data) {
+  Json error{{"code", error_code}, {"message", message}};
+  if (!data.is_null()) error["data"] = data;
+  return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
+}
+
+Json request(const Json& id, const std::string& method, Json params) {
+  Json j{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+  if (!params.is_null()) j["params"] = std::move(params);
+  return j;
+}
+
+Json notification(const std::string& method, Json params) {
+  Json j{{"jsonrpc", "2.0"}, {"method", method}};
+  if (!params.is_null()) j["params"] = std::move(params);
+  return j;
+}
+
+std::string serialize(const Json& message) {
+  // dump escapes control characters, so a message is always one line.
+  return message.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string negotiate_version(const Json& requested) {
+  if (requested.is_string())
+    for (const char* v : kProtocolVersions)
+      if (requested.get<std::string>() == v) return v;
+  return kProtocolVersions[0];
+}
+
+bool LineReader::fill() {
+  if (ended_) return false;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0) {
+      ended_ = true;
+      return false;
+    }
+    buffer_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+}
+
+std::optional<LineReader::Line> LineReader::pop() {
+  for (;;) {
+    // Only the bytes not yet looked at: a long line arrives in many reads.
+    const std::size_t nl = buffer_.find('\n', scanned_);
+    scanned_ = nl == std::string::npos ? buffer_.size() : 0;
+    if (skipping_) {
+      if (nl == std::string::npos) {
+        buffer_.clear();
+        scanned_ = 0;
+        return std::nullopt;
+      }
+      buffer_.erase(0, nl + 1);
+      skipping_ = false;
+      return Line{"", true};
+    }
+    if (nl == std::string::npos) {
+      if (buffer_.size() > max_) {
+        buffer_.clear();
+        scanned_ = 0;
+        skipping_ = true;
+        continue;
+      }
+      if (ended_ && !buffer_.empty()) {
+        Line last{std::move(buffer_), false};
+        buffer_.clear();
+        scanned_ = 0;
+        return last;
+      }
+      return std::nullopt;
+    }
+    if (nl > max_) {
+      buffer_.erase(0, nl + 1);
+      return Line{"", true};
+    }
+    Line line{buffer_.substr(0, nl), false};
+    buffer_.erase(0, nl + 1);
+    return line;
+  }
+}
+
+std::optional<LineReader::Line> LineReader::next() {
+  for (;;) {
+    if (auto line = pop()) return line;
+    if (ended_) {
+      if (skipping_) {
+        skipping_ = false;
+        return Line{"", true};
+      }
+      return std::nullopt;
+    }
+    fill();
+  }
+}
+
+}  // namespace chock::mcp

@@ -1,0 +1,131 @@
+#include "mcp/self_call.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+
+#include "util/fd.hpp"
+
+extern char** environ;
+
+namespace chock::mcp {
+
+namespace {
+
+struct Pipe {
+  UniqueFd read, write;
+};
+
+Expected<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return sys_error("pipe, for a tool call");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+}  // namespace
+
+Expected<SelfResult> call_self(const SelfCall& call) {
+  std::array<Pipe, 5> pipes;  // stdin, stdout, stderr, the program's stderr, the result
+  const std::size_t used = call.run_streams ? 5 : 3;
+  for (std::size_t i = 0; i < used; ++i) {
+    auto p = make_pipe();
+    if (!p) return std::move(p).error();
+    pipes[i] = std::move(*p);
+  }
+  std::vector<std::string> args{call.chock};
+  args.insert(args.end(), call.args.begin(), call.args.end());
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The child's ends, at 0..4 after the dups.
+  std::array<int, 5> child_end{pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(),
+                               used == 5 ? pipes[3].write.get() : -1, used == 5 ? pipes[4].write.get() : -1};
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return sys_error("fork, for a tool call");
+  if (pid == 0) {
+    // Async-signal-safe calls only. Each end is first moved above 4, so no
+    // dup2 below overwrites one still to be placed.
+    for (std::size_t i = 0; i < used; ++i) child_end[i] = ::fcntl(child_end[i], F_DUPFD_CLOEXEC, 10);
+    for (std::size_t i = 0; i < used; ++i)
+      if (child_end[i] < 0 || ::dup2(child_end[i], static_cast<int>(i)) < 0) ::_exit(127);
+    if (!call.cwd.empty() && ::chdir(call.cwd.c_str()) != 0) ::_exit(127);
+    ::setsid();
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+    ::signal(SIGPIPE, SIG_DFL);  // the server ignores it; the command gets its own
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(argv[0], argv.data(), environ);
+    ::_exit(127);
+  }
+  for (std::size_t i = 0; i < used; ++i) (i == 0 ? pipes[i].read : pipes[i].write).reset();
+
+  SelfResult r;
+  std::array<Captured*, 5> into{nullptr, &r.out, &r.err, &r.program_err, nullptr};
+  std::size_t written = 0;
+  if (call.input.empty())
+    pipes[0].write.reset();
+  else
+    ::fcntl(pipes[0].write.get(), F_SETFL, O_NONBLOCK);
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> which;
+    if (pipes[0].write) {
+      fds.push_back({pipes[0].write.get(), POLLOUT, 0});
+      which.push_back(0);
+    }
+    for (std::size_t i = 1; i < used; ++i)
+      if (pipes[i].read) {
+        fds.push_back({pipes[i].read.get(), POLLIN, 0});
+        which.push_back(i);
+      }
+    if (fds.empty()) break;
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("poll, in a tool call");
+    }
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      const std::size_t i = which[k];
+      if (i == 0) {
+        const ssize_t n =
+            ::write(pipes[0].write.get(), call.input.data() + written, call.input.size() - written);
+        if (n > 0) written += static_cast<std::size_t>(n);
+        if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == call.input.size())
+          pipes[0].write.reset();
+        continue;
+      }
+      char buf[65536];
+      const ssize_t n = ::read(pipes[i].read.get(), buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        pipes[i].read.reset();
+        continue;
+      }
+      if (i == 4) {
+        if (r.result.size() < (1U << 20)) r.result.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      Captured& c = *into[i];
+      c.total += static_cast<std::uint64_t>(n);
+      if (c.head.size() < call.cap)
+        c.head.append(buf, std::min(static_cast<std::size_t>(n), call.cap - c.head.size()));
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return sys_error("waitpid, for a tool call");
+  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace chock::mcp

@@ -1,0 +1,22 @@
+// A string's non-empty parts between separators: PATH's entries, a path's names.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chock {
+
+inline std::vector<std::string> split_nonempty(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find(separator, begin);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > begin) parts.emplace_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace chock

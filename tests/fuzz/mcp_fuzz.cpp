@@ -1,0 +1,66 @@
+// libFuzzer: arbitrary bytes as what an MCP client (or a wrapped server)
+// writes to Chock's stdio. A crash or sanitizer report is a bug; so is a
+// line that gets neither a message nor an answer when it holds anything but
+// blanks or an unanswerable notification, an answer that is not a one-line
+// JSON-RPC error, or a message whose serialized form does not parse back.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "mcp/jsonrpc.hpp"
+
+namespace {
+
+void check_line(std::string_view line) {
+  using namespace chock::mcp;
+  Parsed p = parse_line(line);
+  if (p.message && p.reply) std::abort();
+  if (p.reply) {
+    const std::string out = serialize(*p.reply);
+    if (out.find('\n') != out.size() - 1) std::abort();
+    Parsed back = parse_line(out);
+    if (!back.message || back.message->kind != Message::Kind::response || !back.message->is_error())
+      std::abort();
+  }
+  if (p.message) {
+    Json again = p.message->kind == Message::Kind::response
+                     ? (p.message->is_error()
+                            ? Json{{"jsonrpc", "2.0"}, {"id", p.message->id}, {"error", p.message->error}}
+                            : response(p.message->id, p.message->result))
+                 : p.message->kind == Message::Kind::request
+                     ? request(p.message->id, p.message->method, p.message->params)
+                     : notification(p.message->method, p.message->params);
+    Parsed back = parse_line(serialize(again));
+    if (!back.message || back.message->kind != p.message->kind || back.message->method != p.message->method)
+      std::abort();
+    (void)negotiate_version(p.message->params.is_object() ? p.message->params.value("protocolVersion", Json())
+                                                          : Json());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  check_line(bytes);
+  // The same bytes as a stream, split into lines by the reader (a small limit, so long lines are met).
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return 0;
+  if (size <= 65536) {
+    (void)!::write(fds[1], data, size);
+    ::close(fds[1]);
+    chock::mcp::LineReader reader(fds[0], 256);
+    while (auto line = reader.next()) {
+      if (line->text.size() > 256) std::abort();
+      if (!line->too_long) check_line(line->text);
+    }
+  } else {
+    ::close(fds[1]);
+  }
+  ::close(fds[0]);
+  return 0;
+}

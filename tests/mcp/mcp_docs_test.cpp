@@ -1,0 +1,212 @@
+// docs/agents.md works as written: its client configurations start Chock's
+// server and a wrapped server, and its Inspector lines list and call tools.
+// Only what this machine has in another place is put in its place: the
+// chock binary of this build, the npm packages of tests/mcp/clients, the
+// project's path.
+#include <sstream>
+
+#include "mcp_support.hpp"
+
+namespace chock::test::mcp {
+namespace {
+
+struct Block {
+  std::string info;  // json, toml, sh, zig
+  std::string text;
+};
+
+std::vector<Block> fenced_blocks(const std::string& markdown) {
+  std::vector<Block> blocks;
+  std::istringstream in(markdown);
+  std::optional<Block> open;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("```")) {
+      if (open) {
+        blocks.push_back(*open);
+        open.reset();
+      } else {
+        open = Block{line.substr(3), ""};
+      }
+    } else if (open) {
+      open->text += line + "\n";
+    }
+  }
+  return blocks;
+}
+
+const std::vector<Block>& agents_page() {
+  static const std::vector<Block> blocks =
+      fenced_blocks(read_file(std::string(CHOCK_DOCS_DIR) + "/agents.md"));
+  return blocks;
+}
+
+// A server entry's command line with this machine's stand-ins.
+std::vector<std::string> resolved(const Fixture& f, const std::string& command, const Json& args) {
+  std::vector<std::string> argv{command == "chock" ? chock_binary() : command};
+  for (const auto& a : args) {
+    const std::string s = a;
+    if (s == "mcp-server-filesystem") {
+      argv.push_back("node");
+      argv.push_back(clients_dir() + "/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    } else {
+      argv.push_back(s == "/path/to/project" ? f.project() : s);
+    }
+  }
+  return argv;
+}
+
+Json plan_for(const Fixture& f, const std::vector<std::string>& argv, const std::vector<Json>& steps) {
+  Json plan = chock_mcp_plan(f, {}, steps);
+  plan["command"] = argv[0];
+  plan["args"] = std::vector<std::string>(argv.begin() + 1, argv.end());
+  return plan;
+}
+
+// {"command", "args"} of each [mcp_servers.NAME] table of a TOML block.
+std::map<std::string, Json> toml_servers(const std::string& toml) {
+  std::map<std::string, Json> servers;
+  std::istringstream in(toml);
+  std::string name;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("[mcp_servers."))
+      name = line.substr(13, line.size() - 14);
+    else if (line.starts_with("command = "))
+      servers[name]["command"] = Json::parse(line.substr(10));
+    else if (line.starts_with("args = "))
+      servers[name]["args"] = Json::parse(line.substr(7));
+  }
+  return servers;
+}
+
+// Words of a shell line: blanks split, '...' quotes, a trailing \ joins lines.
+std::vector<std::string> shell_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false, quoted = false;
+  for (char c : line) {
+    if (quoted) {
+      if (c == '\'')
+        quoted = false;
+      else
+        word += c;
+    } else if (c == '\'') {
+      quoted = in_word = true;
+    } else if (c == ' ' || c == '\n' || c == '\\') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+TEST(McpDocs, TheClaudeCodeAndCodexEntriesStartChocksServer) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  int started = 0;
+  for (const auto& b : agents_page()) {
+    std::vector<std::vector<std::string>> entries;
+    if (b.info == "json" && b.text.find("mcpServers") != std::string::npos) {
+      const Json j = Json::parse(b.text);
+      if (j["mcpServers"].contains("chock"))
+        entries.push_back(resolved(f, j["mcpServers"]["chock"]["command"], j["mcpServers"]["chock"]["args"]));
+    } else if (b.info == "toml") {
+      auto servers = toml_servers(b.text);
+      if (servers.contains("chock"))
+        entries.push_back(resolved(f, servers["chock"]["command"], servers["chock"]["args"]));
+    }
+    for (const auto& argv : entries) {
+      Output raw;
+      auto steps = sdk(
+          f, plan_for(f, argv, {{{"list", true}}, call("run_command", {{"argv", {"cat", "a.txt"}}})}), &raw);
+      ASSERT_EQ(steps.size(), 2U) << describe(raw);
+      EXPECT_EQ(steps[0]["tools"].size(), 13U);
+      EXPECT_EQ(steps[1]["result"]["structuredContent"]["stdout"], "alpha\n") << steps[1].dump();
+      ++started;
+    }
+  }
+  EXPECT_EQ(started, 2);  // .mcp.json and config.toml
+}
+
+TEST(McpDocs, TheWrappedFilesystemEntriesRunItUnderTheProjectsRules) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  for (const auto& b : agents_page())
+    if (b.info == "zig") write_file(f.file("chock.zon"), b.text);
+  ASSERT_TRUE(exists(f.file("chock.zon")));
+  f.commit_all("the page's chock.zon");
+  bind_clients(f);
+  int wrapped = 0;
+  for (const auto& b : agents_page()) {
+    std::vector<std::vector<std::string>> entries;
+    if (b.info == "json" && b.text.find("\"wrap\"") != std::string::npos) {
+      const Json s = Json::parse(b.text)["mcpServers"]["filesystem"];
+      entries.push_back(resolved(f, s["command"], s["args"]));
+    } else if (b.info == "toml") {
+      auto servers = toml_servers(b.text);
+      if (servers.contains("filesystem"))
+        entries.push_back(resolved(f, servers["filesystem"]["command"], servers["filesystem"]["args"]));
+    }
+    for (const auto& argv : entries) {
+      Output raw;
+      auto steps = sdk(f,
+                       plan_for(f, argv,
+                                {{{"list", true}},
+                                 call("read_text_file", {{"path", "a.txt"}}),
+                                 call("write_file", {{"path", "x.txt"}, {"content", "x"}})}),
+                       &raw);
+      ASSERT_EQ(steps.size(), 3U) << describe(raw);
+      const Json& tools = steps[0]["tools"];
+      EXPECT_NE(std::find(tools.begin(), tools.end(), "read_text_file"), tools.end()) << steps[0].dump();
+      EXPECT_EQ(std::find(tools.begin(), tools.end(), "write_file"), tools.end()) << steps[0].dump();
+      EXPECT_NE(text_of(steps[1]["result"]).find("alpha"), std::string::npos) << steps[1].dump();
+      EXPECT_NE(steps[2].dump().find("mcp.filesystem.tool.write_file = deny"), std::string::npos)
+          << steps[2].dump();
+      ++wrapped;
+    }
+  }
+  EXPECT_EQ(wrapped, 2);
+}
+
+TEST(McpDocs, TheInspectorLinesListAndCallTheTools) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  int ran = 0;
+  for (const auto& b : agents_page()) {
+    if (b.info != "sh" || b.text.find("inspector") == std::string::npos) continue;
+    std::string joined;
+    std::istringstream in(b.text);
+    for (std::string line; std::getline(in, line);) {
+      joined += line;
+      if (line.ends_with("\\")) continue;
+      std::vector<std::string> words = shell_words(joined);
+      joined.clear();
+      ASSERT_GE(words.size(), 4U);
+      ASSERT_EQ(words[0], "npx");
+      ASSERT_EQ(words[1], "@modelcontextprotocol/inspector");
+      ASSERT_EQ(words[2], "--cli");
+      ASSERT_EQ(words[3], "chock");
+      ASSERT_EQ(words[4], "mcp");
+      Output raw;
+      Json answer = inspector(f, {}, std::vector<std::string>(words.begin() + 5, words.end()), &raw);
+      ASSERT_TRUE(answer.is_object()) << describe(raw);
+      if (answer.contains("tools"))
+        EXPECT_EQ(answer["tools"].size(), 13U);
+      else
+        EXPECT_NE(text_of(answer).find("exit code 2"), std::string::npos)
+            << answer.dump();  // no Makefile here
+      ++ran;
+    }
+  }
+  EXPECT_EQ(ran, 2);
+}
+
+}  // namespace
+}  // namespace chock::test::mcp

@@ -1,0 +1,98 @@
+#include "mcp_support.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace chock::test::mcp {
+
+std::string clients_dir() {
+  return CHOCK_MCP_CLIENTS_DIR;
+}
+
+std::string missing_clients() {
+  Output v = run_process({"node", "--version"});
+  if (v.status != 0) return "node is not installed (scripts/install-deps installs it)";
+  if (std::atoi(v.out.c_str() + (v.out.starts_with("v") ? 1 : 0)) < 20)
+    return "the MCP Inspector 1.0 needs Node.js 20 or later; this machine has " + v.out;
+  for (const char* package : {"sdk", "inspector", "server-filesystem", "server-everything"})
+    if (!exists(clients_dir() + "/node_modules/@modelcontextprotocol/" + package + "/package.json"))
+      return std::string(
+                 "the MCP client packages are not installed in tests/mcp/clients (scripts/install-deps "
+                 "runs npm ci there); missing @modelcontextprotocol/") +
+             package;
+  return "";
+}
+
+RunOptions fixture_env(const Fixture& f) {
+  RunOptions o;
+  o.cwd = f.project();
+  o.env = {{"XDG_DATA_HOME", f.data()},
+           {"XDG_STATE_HOME", f.state()},
+           {"XDG_CONFIG_HOME", f.config()},
+           {"XDG_CACHE_HOME", f.cache()}};
+  o.timeout = std::chrono::minutes(5);
+  return o;
+}
+
+Json chock_mcp_plan(const Fixture& f, const std::vector<std::string>& args, const std::vector<Json>& steps) {
+  // A vector, not a Json: a braced list of one Json would be that value, not an array of it.
+  Json a = Json::array({"mcp"});
+  for (const auto& x : args) a.push_back(x);
+  Json s = Json::array();
+  for (const auto& x : steps) s.push_back(x);
+  return Json{{"command", chock_binary()}, {"args", a}, {"cwd", f.project()}, {"steps", s}};
+}
+
+std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw) {
+  TempDir dir("chock-mcp-plan");
+  write_file(dir / "plan.json", plan.dump());
+  Output o = run_process({"node", clients_dir() + "/sdk_client.mjs", dir / "plan.json"}, fixture_env(f));
+  if (raw != nullptr) *raw = o;
+  std::vector<Json> steps;
+  std::istringstream lines(o.out);
+  for (std::string line; std::getline(lines, line);) steps.push_back(Json::parse(line, nullptr, false));
+  return steps;
+}
+
+Json inspector(const Fixture& f, const std::vector<std::string>& mcp_args,
+               const std::vector<std::string>& inspector_args, Output* raw) {
+  std::vector<std::string> argv{
+      "node", clients_dir() + "/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js", "--cli",
+      chock_binary(), "mcp"};
+  argv.insert(argv.end(), mcp_args.begin(), mcp_args.end());
+  argv.insert(argv.end(), inspector_args.begin(), inspector_args.end());
+  Output o = run_process(argv, fixture_env(f));
+  if (raw != nullptr) *raw = o;
+  return Json::parse(o.out, nullptr, false);
+}
+
+std::string text_of(const Json& result) {
+  std::string all;
+  if (result.is_object() && result.contains("content"))
+    for (const auto& c : result["content"]) all += c.value("text", "") + "\n";
+  return all;
+}
+
+Json call(const std::string& name, const Json& arguments) {
+  return Json{{"call", name}, {"arguments", arguments}};
+}
+
+std::vector<Json> raw_mcp(const Fixture& f, const std::string& input) {
+  RunOptions o = fixture_env(f);
+  o.stdin_data = input;
+  Output out = run_process({chock_binary(), "mcp"}, o);
+  std::vector<Json> lines;
+  std::istringstream in(out.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line, nullptr, false));
+  return lines;
+}
+
+void bind_clients(const Fixture& f) {
+  ::mkdir((f.config() + "/chock").c_str(), 0700);
+  write_file(f.config() + "/chock/config.zon",
+             ".{ .toolchain_paths = .{ \"" + clients_dir() + "/node_modules\" } }\n");
+}
+
+}  // namespace chock::test::mcp

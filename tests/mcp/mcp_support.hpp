@@ -1,0 +1,42 @@
+// The MCP tests drive Chock with real MCP clients nobody here wrote: the
+// official TypeScript SDK (clients/sdk_client.mjs) and the MCP Inspector's
+// CLI mode, installed from the npm registry by scripts/install-deps.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace chock::test::mcp {
+
+using Json = nlohmann::json;
+using ws::describe;
+using ws::Fixture;
+
+// Why the clients cannot run on this machine, or "" when they can.
+std::string missing_clients();
+#define SKIP_WITHOUT_MCP_CLIENTS() \
+  if (const std::string why = ::chock::test::mcp::missing_clients(); !why.empty()) GTEST_SKIP() << why
+
+std::string clients_dir();
+// The fixture's data, state, config and cache directories, as chock reads them.
+RunOptions fixture_env(const Fixture& f);
+// {"command": chock, "args": ["mcp", ARGS...], "cwd": project, "steps": steps}
+Json chock_mcp_plan(const Fixture& f, const std::vector<std::string>& args, const std::vector<Json>& steps);
+// Runs the SDK client on `plan`: one JSON value a step. `raw` gets what it printed.
+std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw = nullptr);
+// `mcp-inspector --cli chock mcp MCP_ARGS... INSPECTOR_ARGS...`: its JSON answer.
+Json inspector(const Fixture& f, const std::vector<std::string>& mcp_args,
+               const std::vector<std::string>& inspector_args, Output* raw = nullptr);
+// The text of a tool result's content, joined.
+std::string text_of(const Json& result);
+// {"call": NAME, "arguments": ARGS}
+Json call(const std::string& name, const Json& arguments = Json::object());
+// The raw lines `chock mcp` answers `input` with.
+std::vector<Json> raw_mcp(const Fixture& f, const std::string& input);
+// The operator file binds the clients' node_modules into calls (read-only, at its own path).
+void bind_clients(const Fixture& f);
+
+}  // namespace chock::test::mcp

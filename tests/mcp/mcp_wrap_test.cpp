@@ -1,0 +1,167 @@
+// `chock mcp wrap`: the reference MCP servers (server-filesystem and
+// server-everything, from the npm registry) inside a sandbox, behind
+// Chock's relay, driven by the official SDK's client.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "mcp_support.hpp"
+
+namespace chock::test::mcp {
+namespace {
+
+// Node is a JIT: the servers need sandbox.jit; get-sum is taken away.
+const char* const kServerProject =
+    ".{ .policy = .{ .rules = .{ .{ .action = \"sandbox.jit\", .decision = .allow },"
+    " .{ .action = \"mcp.everything.tool.get-sum\", .decision = .deny } } } }\n";
+
+std::string server_js(const std::string& package) {
+  return clients_dir() + "/node_modules/@modelcontextprotocol/" + package + "/dist/index.js";
+}
+
+void init_server_project(Fixture& f) {
+  f.init_git();
+  write_file(f.file("chock.zon"), kServerProject);
+  f.commit_all("servers");
+  bind_clients(f);
+}
+
+TEST(McpWrap, TheFilesystemServerSeesTheProjectAndNothingOfTheHostsHome) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  init_server_project(f);
+  // A host file outside the project, readable by this user.
+  TempDir outside("chock-mcp-host");
+  write_file(outside / "secret.txt", "host secret\n");
+  auto at_project =
+      sdk(f, chock_mcp_plan(f, {"wrap", "fs", "--", "node", server_js("server-filesystem"), f.project()},
+                            {call("list_directory", {{"path", f.project()}}),
+                             call("read_text_file", {{"path", f.file("a.txt")}})}));
+  ASSERT_EQ(at_project.size(), 2U);
+  EXPECT_NE(text_of(at_project[0]["result"]).find("a.txt"), std::string::npos) << at_project[0].dump();
+  EXPECT_NE(text_of(at_project[1]["result"]).find("alpha"), std::string::npos) << at_project[1].dump();
+
+  // Pointed at /, the server allows every path, and still finds no home, /root or host file.
+  const std::string home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/root";
+  Output raw;
+  auto at_root = sdk(
+      f,
+      chock_mcp_plan(f, {"wrap", "fs", "--", "node", server_js("server-filesystem"), "/"},
+                     {call("list_directory", {{"path", "/"}}),
+                      call("read_text_file", {{"path", outside / "secret.txt"}}),
+                      call("list_directory", {{"path", "/root"}}), call("list_directory", {{"path", home}})}),
+      &raw);
+  ASSERT_EQ(at_root.size(), 4U) << describe(raw);
+  const std::string top = text_of(at_root[0]["result"]);
+  EXPECT_NE(top.find("[DIR] usr"), std::string::npos) << top;
+  EXPECT_EQ(top.find("[DIR] root"), std::string::npos) << top;
+  EXPECT_EQ(top.find("[DIR] home"), std::string::npos) << top;
+  for (std::size_t i = 1; i < 4; ++i) {
+    const std::string t = at_root[i].dump();
+    EXPECT_TRUE(at_root[i]["result"].value("isError", false) || at_root[i].contains("error")) << t;
+    EXPECT_NE(t.find("ENOENT"), std::string::npos) << t;
+    EXPECT_EQ(t.find("host secret"), std::string::npos) << t;
+  }
+}
+
+TEST(McpWrap, EverythingEchoesThroughTheRelayAndADeniedToolIsGone) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  init_server_project(f);
+  RunOptions env = fixture_env(f);
+  Output raw;
+  auto steps = sdk(f,
+                   chock_mcp_plan(f,
+                                  {"wrap", "everything", "--env", "GREETING=hi", "--", "node",
+                                   server_js("server-everything"), "stdio"},
+                                  {{{"list", true}},
+                                   call("echo", {{"message", "through chock"}}),
+                                   call("get-sum", {{"a", 1}, {"b", 2}}),
+                                   call("get-env")}),
+                   &raw);
+  ASSERT_EQ(steps.size(), 4U) << describe(raw);
+  const Json& tools = steps[0]["tools"];
+  EXPECT_NE(std::find(tools.begin(), tools.end(), "echo"), tools.end()) << steps[0].dump();
+  EXPECT_EQ(std::find(tools.begin(), tools.end(), "get-sum"), tools.end()) << steps[0].dump();
+  EXPECT_NE(text_of(steps[1]["result"]).find("Echo: through chock"), std::string::npos) << steps[1].dump();
+  EXPECT_EQ(steps[2]["error"]["code"], -32602) << steps[2].dump();
+  EXPECT_NE(steps[2]["error"]["message"].get<std::string>().find("mcp.everything.tool.get-sum = deny"),
+            std::string::npos);
+  // Only PATH, LANG, TERM, HOME, Chock's own and what --env named: never the client's.
+  Json env_seen = Json::parse(text_of(steps[3]["result"]), nullptr, false);
+  ASSERT_TRUE(env_seen.is_object()) << steps[3].dump();
+  EXPECT_EQ(env_seen.value("GREETING", ""), "hi");
+  EXPECT_EQ(env_seen.value("HOME", ""), "/run/chock/cache/home");
+  for (const auto& [name, value] : env_seen.items())
+    EXPECT_TRUE(name == "PATH" || name == "LANG" || name == "TERM" || name == "HOME" || name == "TMPDIR" ||
+                name == "GREETING" || name.starts_with("CHOCK_") || name == "XDG_CACHE_HOME")
+        << name;
+  EXPECT_FALSE(env_seen.contains("XDG_DATA_HOME"));
+}
+
+// Every process whose command line holds `mark`.
+std::vector<pid_t> processes_with(const std::string& mark) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(mark) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+bool alive(pid_t pid) {
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+TEST(McpWrap, KillingTheClientEndsTheServersWholeSandbox) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  init_server_project(f);
+  const std::string mark = "chock-mcp-mark-" + std::to_string(std::random_device{}());
+  // The server under a shell whose command line carries the mark; a daemon of it too.
+  Json plan = chock_mcp_plan(f,
+                             {"wrap", "everything", "--", "sh", "-c",
+                              "sleep 1000 & node \"$0\" stdio; : " + mark, server_js("server-everything")},
+                             {call("echo", {{"message", "up"}})});
+  plan["hold"] = true;
+  TempDir dir("chock-mcp-kill");
+  write_file(dir / "plan.json", plan.dump());
+  RunOptions env = fixture_env(f);
+  env.env["PLAN"] = dir / "plan.json";
+  env.env["OUT"] = dir / "out";
+  env.env["CLIENT"] = clients_dir() + "/sdk_client.mjs";
+  Output started =
+      run_process({"sh", "-c", "node \"$CLIENT\" \"$PLAN\" >\"$OUT\" 2>&1 </dev/null & echo $!"}, env);
+  const pid_t client = std::stoi(started.out);
+  std::vector<pid_t> server;
+  for (int i = 0; i < 600 && read_file(dir / "out").find("\"pid\"") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(read_file(dir / "out").find("Echo: up"), std::string::npos) << read_file(dir / "out");
+  server = processes_with(mark);
+  ASSERT_FALSE(server.empty());
+  // The shell's children (node, sleep) as well.
+  std::vector<pid_t> tree = server;
+  for (pid_t p : server) {
+    std::ifstream kids("/proc/" + std::to_string(p) + "/task/" + std::to_string(p) + "/children");
+    for (pid_t k; kids >> k;) tree.push_back(k);
+  }
+  ASSERT_GE(tree.size(), 3U);
+  ASSERT_EQ(::kill(client, SIGKILL), 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gone = std::none_of(tree.begin(), tree.end(), alive);
+  }
+  EXPECT_TRUE(gone) << "the wrapped server's processes outlived its client";
+  EXPECT_TRUE(processes_with(mark).empty());
+}
+
+}  // namespace
+}  // namespace chock::test::mcp
