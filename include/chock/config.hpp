@@ -116,9 +116,14 @@ struct Config {
   std::vector<std::string> argv;                // argv[0] is looked up on PATH inside
   std::optional<std::vector<std::string>> env;  // "K=V" entries; nullopt: the caller's
   std::vector<Bind> binds;                      // applied in order, parents first
-  std::vector<Overlay> overlays;                // mounted after the binds, in order
-  bool toolchain = true;                        // /usr /bin /lib* /sbin /etc read-only
-  std::vector<std::string> covers;              // files inside replaced by the deny notice
+  // Character device nodes under /dev, each bound read-write at its own path
+  // in the call's /dev (Landlock: open, read, write, ioctl on that node). The
+  // program opens it under its own uid and the node's mode bits; the grant is
+  // the whole device (seccomp cannot tell one descriptor's ioctls from another's).
+  std::vector<std::string> devices;
+  std::vector<Overlay> overlays;    // mounted after the binds, in order
+  bool toolchain = true;            // /usr /bin /lib* /sbin /etc read-only
+  std::vector<std::string> covers;  // files inside replaced by the deny notice
   std::string cwd = "/";
   Network network = Network::none;
   // Network::filtered: who decides each name and connection (chock/net.hpp).

@@ -44,4 +44,11 @@ Expected<Child> spawn(const Config& config);
 // spawn() then wait().
 Expected<Result> run(const Config& config, int cancel_fd = -1);
 
+// What the sandbox can express on this system (the spec's Sandbox.expresses).
+// Device passthrough (Config::devices) is Linux's alone, and stays so.
+struct Expresses {
+  bool device_passthrough = false;
+};
+[[nodiscard]] Expresses expresses() noexcept;
+
 }  // namespace chock

@@ -18,6 +18,7 @@
 #include "chock/sandbox.hpp"
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/device_grants.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/jit_fallback.hpp"
 #include "cli/layer_flags.hpp"
@@ -81,8 +82,9 @@ std::vector<std::string> call_environment() {
 // --cwd: a directory of the project, relative to its top or absolute below
 // it; only its name is checked here (the call's own tree decides the rest).
 Expected<std::string> start_inside(const std::string& root, const std::string& cwd) {
-  std::string clean;
-  for (const auto& part : split_nonempty(cwd.starts_with('/') ? cwd : root + "/" + cwd, '/')) {
+  std::string clean, path = cwd;
+  if (!cwd.starts_with('/')) path = root + "/" + cwd;  // NOLINT(performance-inefficient-string-concatenation)
+  for (const auto& part : split_nonempty(path, '/')) {
     if (part == ".") continue;
     if (part == "..") {
       if (!clean.empty()) clean.erase(clean.rfind('/'));  // "/.." is "/"
@@ -312,6 +314,11 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   config.directory_cap = DirectoryCap{*cache, limits.cache_bytes,
                                       "the project's toolchain cache (/run/chock/cache; .limits.cache sets "
                                       "its cap, `chock cache clear` empties it)"};
+  // Devices the project names and the policy allows, found anew for each call.
+  const DeviceGrants devices = grant_devices(layers, ::geteuid() == 0);
+  config.devices = devices.nodes;
+  for (const auto& line : devices.lines) std::fprintf(stderr, "chock: %s\n", printable(line).c_str());
+  for (const auto& e : devices.exposed) events.add("device.exposed", e);
   // The operator's own toolchains (~/.cargo, ~/.pyenv), read-only at their own paths.
   for (const auto& dir : layers.operator_file.toolchain_paths)
     config.binds.push_back(Bind{dir, dir, Access::read_only});

@@ -109,6 +109,13 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       ->type_name("FILE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->trigger_on_parse();
+  sub->add_option("--device", o->config.devices,
+                  "Bind a character device NODE below /dev read-write at its own path (repeatable; the grant "
+                  "is the whole device)")
+      ->type_name("NODE")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--cwd", o->config.cwd, "Working directory inside (default /)")->type_name("DIR");
   sub->add_option("--net", o->net,
                   "none (default): no network; filtered: the names --policy-rule allows, through Chock's "

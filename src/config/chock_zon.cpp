@@ -12,6 +12,7 @@
 #include <initializer_list>
 
 #include "chock/net.hpp"
+#include "devices/identify.hpp"
 #include "util/fd.hpp"
 #include "util/passwd.hpp"
 #include "util/size.hpp"
@@ -103,6 +104,27 @@ class Schema {
       auto rule = one_rule(item);
       if (!rule) return rule.error();
       out.push_back(std::move(*rule));
+    }
+    return out;
+  }
+
+  // .devices = .{ .{ .action = "device.usb.1d50.6018" }, ... }
+  Expected<std::vector<DeviceEntry>> devices(const Value& list) const {
+    if (auto ok = expect_tuple(list); !ok) return ok.error();
+    std::vector<DeviceEntry> out;
+    for (const Value& item : list.items) {
+      if (out.size() == kMaxCarry) return at(item, "more than " + std::to_string(kMaxCarry) + " devices");
+      if (auto ok = expect_struct(item); !ok) return ok.error();
+      if (auto ok = only_keys(item, {"action"}, "a device"); !ok) return ok.error();
+      const zon::Field* action = item.find("action");
+      if (action == nullptr)
+        return at(item, "a device needs .action, as in .{ .action = \"device.path.dev.kvm\" }");
+      if (auto ok = expect(action->value, Value::Kind::string); !ok) return ok.error();
+      if (auto valid = policy::validate_action(action->value.text); !valid)
+        return at(action->value, valid.error().what);
+      if (auto name = devices::parse_action(action->value.text); !name)
+        return at(action->value, name.error().what);
+      out.push_back(DeviceEntry{action->value.text, origin(item)});
     }
     return out;
   }
@@ -475,7 +497,8 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
     return zon::error_at(display_path, f->at,
                          ".allow_private is the operator's (~/.config/chock/config.zon), not a project's: "
                          "a project could open your private network to its calls");
-  if (auto ok = schema.only_keys(*tree, {"policy", "deny_read", "carry", "limits", "network"}, "chock.zon");
+  if (auto ok = schema.only_keys(*tree, {"policy", "deny_read", "carry", "limits", "network", "devices"},
+                                 "chock.zon");
       !ok)
     return ok.error();
   ProjectFile out;
@@ -493,6 +516,8 @@ Expected<ProjectFile> parse_project(std::string_view text, const std::string& di
   if (taken) taken = take(*tree, "limits", out.limits, [&](const zon::Value& v) { return schema.limits(v); });
   if (taken)
     taken = take(*tree, "network", out.network, [&](const zon::Value& v) { return schema.network(v); });
+  if (taken)
+    taken = take(*tree, "devices", out.devices, [&](const zon::Value& v) { return schema.devices(v); });
   if (!taken) return taken.error();
   return out;
 }

@@ -51,6 +51,13 @@ inline constexpr std::uint64_t kDefaultCacheBytes = 2ULL << 30;
 inline constexpr std::uint64_t kMaxTimeoutSeconds = 7ULL * 24 * 3600;
 
 // <project>/chock.zon. Keys: .policy.rules, .deny_read, .carry, .limits, .network.
+// An entry of .devices: a device the project asks to have bound into its
+// calls, when a policy rule allows the same action.
+struct DeviceEntry {
+  std::string action;  // device.usb.1d50.6018, device.path.dev.kvm, ...
+  std::string origin;  // "path:line:col"
+};
+
 struct ProjectFile {
   std::string path;                 // empty when the project has no chock.zon
   std::string bytes;                // the file as read (for its SHA-256 in the session log)
@@ -59,6 +66,7 @@ struct ProjectFile {
   std::vector<std::string> carry;  // directories a git workspace shows copy-on-write
   LimitsSpec limits;
   std::optional<Network> network;
+  std::vector<DeviceEntry> devices;
 };
 // The project's chock.zon, or an empty ProjectFile when there is none.
 [[nodiscard]] Expected<ProjectFile> read_project(const std::string& project_dir);

@@ -82,6 +82,8 @@ struct Context {
 // policy_probe.cpp: the organisation's, the project's and the command line's
 // rules folded for sandbox.jit; an Error when one of their files is bad.
 [[nodiscard]] Expected<policy::Answer> jit_answer(const Options& options, const std::string& project_root);
+// devices_probe.cpp
+[[nodiscard]] Row device_row(const Options& options, const std::string& project_root);
 // The answer in words, and the filter it selects tried for real (the strict
 // one was already tried for the seccomp row).
 [[nodiscard]] Row write_execute_row(const policy::Answer& answer, const ChildResult& strict_filter);

@@ -119,7 +119,8 @@ class Server {
       if (!m.params.is_object() || !m.params.value("name", Json()).is_string())
         return error_response(m.id, code::invalid_params, "tools/call takes {name, arguments}");
       const std::string name = m.params["name"];
-      const Json args = m.params.value("arguments", Json::object());
+      Json args = m.params.value("arguments", Json::object());
+      if (args.is_null()) args = Json::object();
       if (!args.is_object()) return error_response(m.id, code::invalid_params, "arguments is an object");
       bool known = false;
       for (const auto& t : tool_definitions()) known = known || t["name"] == name;

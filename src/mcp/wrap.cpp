@@ -115,10 +115,12 @@ int wrap(const WrapOptions& o) {
     return 125;
   }
   ToolFilter filter(o.name, layers->table);
-  std::mutex lock;  // the filter's state and our stdout
+  // Apart, so a write to a slow client never holds up the reading of its requests.
+  std::mutex lock;    // the filter's state
+  std::mutex output;  // our stdout
   std::atomic<bool> client_gone{false};
-  auto to_client = [&lock](const std::string& line) {
-    std::lock_guard<std::mutex> g(lock);
+  auto to_client = [&output](const std::string& line) {
+    std::lock_guard<std::mutex> g(output);
     (void)write_all(STDOUT_FILENO, line, "stdout");
   };
 

@@ -105,7 +105,25 @@ std::string device_usb(unsigned vendor, unsigned product) {
 }
 
 std::string device_path(std::string_view path) {
-  return "device.path." + escape_label(path);
+  std::string out = "device.path";
+  std::size_t at = 0;
+  while (at < path.size()) {
+    std::size_t slash = path.find('/', at);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > at) out += "." + escape_label(path.substr(at, slash - at));
+    at = slash + 1;
+  }
+  return out == "device.path" ? out + "._" : out;
+}
+
+std::string device_tty_serial(std::string_view serial) {
+  return "device.tty.serial." + escape_label(serial);
+}
+
+std::string device_tty(unsigned vendor, unsigned product) {
+  std::array<char, 48> buf{};
+  std::snprintf(buf.data(), buf.size(), "device.tty.%04x.%04x", vendor, product);
+  return buf.data();
 }
 
 std::string mcp_network(std::string_view server) {

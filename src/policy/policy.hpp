@@ -78,9 +78,10 @@ class Table {
 // and no value can add labels or a `*`: the bytes a-z, 0-9 and '-' stay as
 // they are, every other byte (upper case, '/', '.', '_' itself, ...) becomes
 // '_' and two lower-case hex digits. The escape is reversible and keeps case
-// apart ('A' is "_41"): device_path("/dev/ttyACM0") is
-// "device.path._2fdev_2ftty_41_43_4d0". An empty value is the label "_",
-// which no escaped non-empty value can be.
+// apart ('A' is "_41"). An empty value is the label "_", which no escaped
+// non-empty value can be. A device path is one label a name, each escaped:
+// device_path("/dev/ttyACM0") is "device.path.dev.tty_41_43_4d0",
+// device_path("/dev/kvm") "device.path.dev.kvm".
 //
 // Hosts are written with their labels reversed and lowercased (DNS names are
 // case-insensitive), one trailing dot dropped, then each label escaped:
@@ -88,7 +89,9 @@ class Table {
 [[nodiscard]] std::string net_connect(std::string_view host, unsigned port);
 [[nodiscard]] std::string net_fetch(std::string_view host);               // net.fetch.com.github
 [[nodiscard]] std::string device_usb(unsigned vendor, unsigned product);  // device.usb.1d50.6018
-[[nodiscard]] std::string device_path(std::string_view path);             // device.path.<escaped path>
+[[nodiscard]] std::string device_path(std::string_view path);             // device.path.dev.kvm
+[[nodiscard]] std::string device_tty_serial(std::string_view serial);     // device.tty.serial.<escaped>
+[[nodiscard]] std::string device_tty(unsigned vendor, unsigned product);  // device.tty.1d50.6018
 [[nodiscard]] std::string mcp_network(std::string_view server);           // mcp.<escaped server>.network
 // mcp.<escaped server>.tool.<tool>: a tool name made only of [a-z0-9_-] with no
 // '_' before two hex digits is its own label (read_text_file), any other is

@@ -206,7 +206,38 @@ Expected<void> add_toolchain(MountPlan& plan, bool clone_now) {
   return {};
 }
 
-Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) {
+// A device passed through: a character node below /dev, not one of the
+// nodes, links or mounts Chock makes there itself.
+Expected<void> add_device(MountPlan& plan, const std::string& given, bool clone_now) {
+  const std::string path = normalize_absolute(given);
+  const std::string label = "device " + given;
+  if (!path.starts_with("/dev/") || path.starts_with("/dev/pts/") || path.starts_with("/dev/shm/") ||
+      path == "/dev/pts" || path == "/dev/shm" || path == "/dev/fd" || path == "/dev/ptmx" ||
+      path.starts_with("/dev/std"))
+    return Error{label + ": a device is a node below /dev, not one of Chock's own (pts, shm, fd, std*)", "",
+                 0, Errc::bad_config};
+  for (const char* own : kDeviceNodes)
+    if (path == std::string("/dev/") + own) return {};  // every call has it already
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return sys_error(label);
+  if (S_ISBLK(st.st_mode))
+    return Error{label + " is a block device: a disk is never passed through (only character devices are)",
+                 "", 0, Errc::bad_config};
+  if (!S_ISCHR(st.st_mode))
+    return Error{label + " is not a character device node" +
+                     (S_ISLNK(st.st_mode) ? " (it is a link: name its target)" : ""),
+                 "", 0, Errc::bad_config};
+  auto added = add_host_node(plan, path, path.substr(1), clone_now);
+  if (!added) return added;
+  plan.ops.back().step = Step::dev;
+  plan.ops.back().label = label;
+  // Walked a name at a time, its directories made (/dev/bus/usb/001/004).
+  plan.ops.back().ours = false;
+  return {};
+}
+
+Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, const std::vector<std::string>& devices,
+                       bool clone_now) {
   MountOp dev = tmpfs_op("dev", "0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, Step::dev);
   dev.access = Access::read_only;
   plan.ops.push_back(std::move(dev));
@@ -218,6 +249,8 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, bool clone_now) 
     if (!added) return added;
     plan.ops.back().step = Step::dev;
   }
+  for (const auto& device : devices)
+    if (auto added = add_device(plan, device, clone_now); !added) return added;
   // The nodes' attributes, in one call: they are the only mounts below /dev yet.
   plan.ops.push_back(seal_op("dev", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true, Step::dev));
   MountOp pts = make_op(MountOp::Kind::devpts, "dev/pts", "/dev/pts");
@@ -277,7 +310,7 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   proc.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
   proc.landlock = true;
   plan.ops.push_back(std::move(proc));
-  auto d = add_dev(plan, config.tmp_size_bytes, clone_now);
+  auto d = add_dev(plan, config.tmp_size_bytes, config.devices, clone_now);
   if (!d) return std::move(d).error();
   plan.ops.push_back(
       tmpfs_op("tmp", "1777", config.tmp_size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, Step::tmp));

@@ -227,6 +227,31 @@ TEST(McpServer, FetchUrlIsTheHostSideFetchAndThePolicyRefusesItFirst) {
   EXPECT_NE(text_of(steps[0]["result"]).find("net.fetch"), std::string::npos) << steps[0].dump();
 }
 
+TEST(McpServer, ApplyNeverBringsAChangeToChockZonEvenUnderAllow) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  write_file(f.file("chock.zon"), kApplyAllowed);
+  f.commit_all("apply allowed");
+  const std::string before = ws::git_ok(f.project(), {"rev-parse", "HEAD"});
+  // The call widens its own rules in the index (chock.zon is read-only in its tree), and commits that.
+  const Json widen = call(
+      "run_command",
+      {{"argv",
+        {"sh", "-c",
+         "printf '.{ .network = .host }\\n' > /tmp/z && b=$(git hash-object -w /tmp/z) && "
+         "git update-index --add --cacheinfo 100644,$b,chock.zon && echo more >> a.txt && git add a.txt && "
+         "git -c user.name=a -c user.email=a@b commit -qm 'Fix typo'"}}});
+  auto steps = sdk(f, chock_mcp_plan(f, {}, {widen, call("workspace_status"), call("apply")}));
+  ASSERT_EQ(steps.size(), 3U);
+  ASSERT_EQ(steps[1]["result"]["structuredContent"]["commits"].size(), 1U)
+      << steps[0].dump() << steps[1].dump();
+  EXPECT_TRUE(steps[2]["result"]["isError"]) << steps[2].dump();
+  EXPECT_NE(text_of(steps[2]["result"]).find("chock.zon"), std::string::npos) << steps[2].dump();
+  EXPECT_EQ(ws::git_ok(f.project(), {"rev-parse", "HEAD"}), before);
+  EXPECT_EQ(read_file(f.file("chock.zon")), kApplyAllowed);
+}
+
 TEST(McpServer, NodeWithoutSandboxJitGetsTheWriteXorExecuteLine) {
   SKIP_WITHOUT_MCP_CLIENTS();
   Fixture f;

@@ -146,11 +146,15 @@ TEST(ConfigProject, UnknownKeysAndWrongTypes) {
   const std::string rules = ".{ .policy = .{ .rules = .{ ";
   expect_refusals({
       {".{ .polcy = .{} }", ".polcy",
-       "unknown key '.polcy' in chock.zon; the keys there are .policy, .deny_read, .carry, .limits and "
-       ".network"},
-      {".{ .devices = .{} }", ".devices",
-       "unknown key '.devices' in chock.zon; the keys there are .policy, .deny_read, .carry, .limits and "
-       ".network"},
+       "unknown key '.polcy' in chock.zon; the keys there are .policy, .deny_read, .carry, .limits, .network "
+       "and .devices"},
+      {".{ .devices = .{ .{ .name = \"kvm\" } } }", ".name",
+       "unknown key '.name' in a device; the only key there is .action"},
+      {".{ .devices = .{ .{ .action = \"device.path.etc.passwd\" } } }", "\"device.path",
+       "the device action device.path.etc.passwd names a path outside /dev (device.path.dev.NAME)"},
+      {".{ .devices = .{ .{ .action = \"net.connect.x.1\" } } }", "\"net.",
+       "the device action net.connect.x.1 is not one of device.usb.VID.PID, device.tty.serial.SERIAL, "
+       "device.tty.VID.PID, device.path.dev.NAME"},
       {".{ 1 }", ".{", "expected a struct such as .{ .name = value }, found a tuple"},
       {"\"chock\"", "\"", "expected a struct such as .{ .name = value }, found a string"},
       {".{ .policy = .{ .rule = .{} } }", ".rule",

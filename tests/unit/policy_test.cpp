@@ -237,7 +237,11 @@ TEST(PolicyNames, BuildersMakeTheDocumentedNames) {
   EXPECT_EQ(net_fetch("pypi.org"), "net.fetch.org.pypi");
   EXPECT_EQ(device_usb(0x1d50, 0x6018), "device.usb.1d50.6018");
   EXPECT_EQ(device_usb(0x1, 0xABCD), "device.usb.0001.abcd");
-  EXPECT_EQ(device_path("/dev/ttyACM0"), "device.path._2fdev_2ftty_41_43_4d0");
+  EXPECT_EQ(device_path("/dev/ttyACM0"), "device.path.dev.tty_41_43_4d0");
+  EXPECT_EQ(device_path("/dev/kvm"), "device.path.dev.kvm");
+  EXPECT_EQ(device_path("/dev/dri/renderD128"), "device.path.dev.dri.render_44128");
+  EXPECT_EQ(device_tty_serial("A6008isP"), "device.tty.serial._416008is_50");
+  EXPECT_EQ(device_tty(0x0403, 0x6001), "device.tty.0403.6001");
   EXPECT_EQ(mcp_network("github"), "mcp.github.network");
   EXPECT_EQ(mcp_network("my.server"), "mcp.my_2eserver.network");
 }
