@@ -54,6 +54,11 @@ void add_memory_tool_command(CLI::App& app, Action& action);
 // tasks_cmd.cpp
 void add_tasks_command(CLI::App& app, Action& action);
 
+// completion_cmd.cpp: `completion bash|zsh`
+void add_completion_command(CLI::App& app, Action& action);
+// main.cpp: every subcommand, as `chock --help` lists them
+void add_every_command(CLI::App& app, Action& action);
+
 // mcp_cmd.cpp: `mcp` (and `mcp wrap`), and `file-tool`, the fixed program of
 // the MCP file tools' own sandboxed call
 void add_mcp_command(CLI::App& app, Action& action);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cli/command.hpp"
+#include "version.inc"  // generated: CHOCK_VERSION, CHOCK_COMMIT
 
 namespace {
 
@@ -30,13 +31,21 @@ constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
     {"cache", chock::cli::add_cache_command},         {"credentials", chock::cli::add_credentials_command},
     {"memory", chock::cli::add_memory_command},       {"memory-tool", chock::cli::add_memory_tool_command},
     {"tasks", chock::cli::add_tasks_command},         {"mcp", chock::cli::add_mcp_command},
-    {"file-tool", chock::cli::add_file_tool_command},
+    {"file-tool", chock::cli::add_file_tool_command}, {"completion", chock::cli::add_completion_command},
 };
+
+}  // namespace
+
+void chock::cli::add_every_command(CLI::App& app, Action& action) {
+  for (const auto& entry : kSubcommands) entry.second(app, action);
+}
+
+namespace {
 
 int run_main(int argc, char** argv) {
   CLI::App app{"chock: a sandbox for AI-agent tool calls", "chock"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "chock 0.1.0");
+  app.set_version_flag("--version", "chock " CHOCK_VERSION " (commit " CHOCK_COMMIT ")");
   chock::cli::Action action;
   // Building a subcommand's options costs start-up time on every call (and
   // `chock sandbox` is timed against bwrap): when argv[1] names one, only that

@@ -46,6 +46,7 @@ struct MemoryOptions {
   std::string kind;
   std::string description;
   config::LayerOptions layers;
+  bool json = false;  // list: docs/schemas/memory-list.schema.json
 };
 
 int fail(const Error& e) {
@@ -134,6 +135,20 @@ int list(const MemoryOptions& o) {
   if (!dir) return fail(dir.error());
   auto j = run_tool(*dir, {"list"}, "");
   if (!j) return fail(j.error());
+  if (o.json) {
+    // The tool's answer is the call's writing: only the documented fields, each of its type.
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& n : (*j)["notes"])
+      notes.push_back({{"name", n.value("name", "")},
+                       {"kind", n.value("kind", "")},
+                       {"version", n.value("version", 0)},
+                       {"time", n.value("time", "")},
+                       {"session", n.value("session", "")},
+                       {"bytes", n.value("bytes", 0)},
+                       {"description", n.value("description", "")}});
+    std::printf("%s\n", notes.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
   for (const auto& n : (*j)["notes"])
     std::printf("%-24s %-12s v%-3d %s  %s\n", n.value("name", "").c_str(), n.value("kind", "").c_str(),
                 n.value("version", 0), n.value("time", "").c_str(),
@@ -216,6 +231,7 @@ int tool(const std::vector<std::string>& args) {
                      {"version", n.version},
                      {"time", n.time},
                      {"session", n.session},
+                     {"bytes", n.body.size()},
                      {"description", n.description}});
     return answer({{"notes", out}}, 0);
   }
@@ -260,6 +276,7 @@ void add_memory_command(CLI::App& app, Action& action) {
   };
   CLI::App* l = cmd->add_subcommand("list", "Every note's newest version");
   common(l);
+  l->add_flag("--json", o->json, "Print the notes as JSON (docs/schemas/memory-list.schema.json)");
   l->callback([o, &action] { action = [o] { return list(*o); }; });
   CLI::App* r = cmd->add_subcommand("read", "A note's body on stdout, its header on stderr");
   common(r);

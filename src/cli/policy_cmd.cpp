@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "cli/layer_flags.hpp"
@@ -17,7 +19,25 @@ struct PolicyOptions {
   std::string project;
   config::LayerOptions layers;
   std::string action;  // explain
+  bool json = false;   // docs/schemas/policy.schema.json, policy-explain.schema.json
 };
+
+nlohmann::json rule_json(const policy::Rule& r) {
+  return {{"action", r.action}, {"decision", policy::decision_name(r.decision)}, {"origin", r.origin}};
+}
+
+nlohmann::json answer_json(const std::string& action, const policy::Answer& a) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : a.layers)
+    layers.push_back({{"layer", policy::layer_name(l.layer)},
+                      {"decision", policy::decision_name(l.decision)},
+                      {"rule", l.rule ? rule_json(*l.rule) : nlohmann::json(nullptr)}});
+  return {{"action", action},
+          {"decision", policy::decision_name(a.decision)},
+          {"deciding_layer", policy::layer_name(a.deciding_layer)},
+          {"deciding_rule", a.deciding_rule ? rule_json(*a.deciding_rule) : nlohmann::json(nullptr)},
+          {"layers", layers}};
+}
 
 // The actions Chock itself asks about are always shown, named by a rule or not.
 constexpr const char* kSandboxActions[] = {policy::kSandboxJit, policy::kWorkspaceApply};
@@ -56,6 +76,19 @@ int show(const PolicyOptions& o) {
     std::fprintf(stderr, "chock: %s\n", layers.error().message().c_str());
     return 2;
   }
+  if (o.json) {
+    nlohmann::json rules = nlohmann::json::array(), answers = nlohmann::json::array();
+    std::set<std::string> named(std::begin(kSandboxActions), std::end(kSandboxActions));
+    for (const auto& e : layers->table.entries()) {
+      nlohmann::json r = rule_json(e.rule);
+      r["layer"] = policy::layer_name(e.layer);
+      rules.push_back(r);
+      if (!e.rule.action.ends_with(".*")) named.insert(e.rule.action);
+    }
+    for (const auto& a : named) answers.push_back(answer_json(a, layers->table.decide(a)));
+    std::printf("%s\n", nlohmann::json{{"rules", rules}, {"answers", answers}}.dump(2).c_str());
+    return 0;
+  }
   std::printf("rules (deny < ask < allow; the answer is the minimum of the layers):\n");
   if (layers->table.entries().empty()) std::printf("  (none)\n");
   std::set<std::string> actions(std::begin(kSandboxActions), std::end(kSandboxActions));
@@ -82,6 +115,10 @@ int explain(const PolicyOptions& o) {
     return 2;
   }
   policy::Answer a = layers->table.decide(o.action);
+  if (o.json) {
+    std::printf("%s\n", answer_json(o.action, a).dump(2).c_str());
+    return 0;
+  }
   std::printf("%s: %s\n", o.action.c_str(), answer_line(a).c_str());
   for (const auto& l : a.layers) {
     std::string why = l.rule ? l.rule->action + " at " + l.rule->origin : default_words(l.layer);
@@ -97,10 +134,12 @@ void add_policy_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<PolicyOptions>();
   CLI::App* cmd = app.add_subcommand("policy", "Print the policy table folded over its layers");
   cmd->add_option("--project", o->project, "The project (default: the current directory)");
+  cmd->add_flag("--json", o->json, "Print the rules and answers as JSON (docs/schemas/policy.schema.json)");
   add_layer_flags(*cmd, o->layers);
   CLI::App* ex = cmd->add_subcommand("explain", "Print the answer for one action and which rule gave it");
   ex->add_option("action", o->action, "The action, e.g. workspace.apply")->required();
   ex->add_option("--project", o->project, "The project (default: the current directory)");
+  ex->add_flag("--json", o->json, "Print the answer as JSON (docs/schemas/policy-explain.schema.json)");
   add_layer_flags(*ex, o->layers);
   cmd->callback([o, cmd, ex, &action] {
     if (ex->parsed()) {

@@ -21,6 +21,7 @@
 #include "cli/device_grants.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/jit_fallback.hpp"
+#include "cli/json_capture.hpp"
 #include "cli/layer_flags.hpp"
 #include "cli/net_rules.hpp"
 #include "cli/outcome.hpp"
@@ -55,6 +56,7 @@ struct RunOptions {
   int program_stderr = -1;       // chock mcp: the program's stderr apart from Chock's own lines
   bool bind_chock = false;       // chock mcp: this binary at /run/chock/bin/chock, for the file tools
   bool plain_env = false;        // chock mcp wrap: PATH, LANG, TERM and Chock's own, nothing more
+  bool json = false;             // the outputs captured, one JSON object on stdout (json_capture.hpp)
   config::LayerOptions layers;
   std::vector<std::string> argv;
 };
@@ -195,9 +197,18 @@ void end_one_call(const workspace::Session& s) {
 }
 
 int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
-                    const std::string& start, Network network, const policy::Answer& jit);
+                    const std::string& start, Network network, const policy::Answer& jit, JsonCapture* json);
+
+int run_call(const RunOptions& o, JsonCapture* json);
 
 int run(const RunOptions& o) {
+  if (!o.json) return run_call(o, nullptr);
+  auto capture = JsonCapture::start();
+  if (!capture) return refuse(capture.error(), o.result_file);
+  return (*capture)->finish(run_call(o, capture->get()));
+}
+
+int run_call(const RunOptions& o, JsonCapture* json) {
   std::string start = current_dir();
   if (char real[PATH_MAX]; !o.project.empty() && ::realpath(o.project.c_str(), real) != nullptr) start = real;
   auto root = workspace::project_root(o.project.empty() ? start : o.project);
@@ -233,7 +244,8 @@ int run(const RunOptions& o) {
     if (std::find(open.carry.begin(), open.carry.end(), path) == open.carry.end()) open.carry.push_back(path);
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
-  const int status = call_in_session(o, *layers, *opened, start, *network, jit);
+  if (json != nullptr) json->set_session(opened->session.id);
+  const int status = call_in_session(o, *layers, *opened, start, *network, jit, json);
   if (opened->created && !o.keep && !o.background) {
     const workspace::Session s = opened->session;
     opened->lock = workspace::SessionLock();  // the removal takes it again
@@ -243,7 +255,7 @@ int run(const RunOptions& o) {
 }
 
 int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
-                    const std::string& start, Network network, const policy::Answer& jit) {
+                    const std::string& start, Network network, const policy::Answer& jit, JsonCapture* json) {
   workspace::Session& s = opened.session;
   for (const auto& note : opened.notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
   config::EffectiveLimits limits = layers.limits();
@@ -287,6 +299,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   config.pass_stdin = o.pass_stdin;
   if (o.program_stderr >= 0) config.stdio[2] = o.program_stderr;
+  if (json != nullptr) config.stdio = {0, json->program_stdout(), json->program_stderr()};
   if (o.bind_chock)
     config.binds.push_back(
         Bind{dir_of_self() + "/chock", std::string(kConnectDirInside) + "/chock", Access::read_only_file});
@@ -377,7 +390,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
                  task->c_str(), task->c_str());
     return 0;
   }
-  auto terminal = TerminalRelay::prepare(config);
+  auto terminal = json != nullptr ? Expected<TerminalRelay>(TerminalRelay()) : TerminalRelay::prepare(config);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   auto child = spawn(config);
@@ -399,7 +412,9 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
                      saved.error().message().c_str());
     }
   }
-  events.add("tool.result", nlohmann::json::parse(r.to_json()));
+  const std::string result = r.to_json();
+  events.add("tool.result", nlohmann::json::parse(result));
+  if (json != nullptr) json->set_result(result);
   return finish(r, config.argv, o.result_file, deadline);
 }
 
@@ -438,6 +453,10 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
   cmd->add_flag("--stdin", o->pass_stdin, "Pass the caller's stdin to the command (otherwise /dev/null)");
+  cmd->add_flag("--json", o->json,
+                "Capture the command's stdout and stderr and Chock's own lines, and print one JSON object "
+                "(docs/schemas/run.schema.json)")
+      ->excludes(cmd->get_option("--background"));
   cmd->add_option("--cwd", o->cwd,
                   "Start the command in this directory of the project (default: the current one)");
   cmd->add_option("--env", o->env, "Set K=V in the call's environment (repeatable)")

@@ -71,9 +71,23 @@ std::string line_of(const nlohmann::json& s) {
   return s.value("id", "") + "  " + status + "  " + s.value("started", "") + "  " + printable(argv);
 }
 
-int list(const std::string& session) {
+// One task as docs/schemas/tasks-list.schema.json has it.
+nlohmann::json task_json(const std::string& session, const nlohmann::json& s) {
+  auto field = [&s](const char* key) { return s.contains(key) ? s[key] : nlohmann::json(nullptr); };
+  return {{"id", s.value("id", "")},
+          {"session", session},
+          {"state", s.value("state", "")},
+          {"argv", field("argv")},
+          {"started", field("started")},
+          {"ended", field("ended")},
+          {"exit_status", field("exit_status")},
+          {"dropped_bytes", field("dropped_bytes")}};
+}
+
+int list(const std::string& session, bool json) {
   auto sessions = workspace::list();
   if (!sessions) return fail(sessions.error());
+  nlohmann::json all = nlohmann::json::array();
   for (const auto& info : *sessions) {
     if (!session.empty() && info.session.id != session) continue;
     for (int n = 1; n <= kMaxTasks; ++n) {
@@ -81,9 +95,13 @@ int list(const std::string& session) {
       if (!t) break;
       if (t->state.value("state", "") == "running" && !running(*t))
         t->state["state"] = "ended without its record";
-      std::printf("%s\n", line_of(t->state).c_str());
+      if (json)
+        all.push_back(task_json(info.session.id, t->state));
+      else
+        std::printf("%s\n", line_of(t->state).c_str());
     }
   }
+  if (json) std::printf("%s\n", all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
 
@@ -140,7 +158,9 @@ void add_tasks_command(CLI::App& app, Action& action) {
   cmd->require_subcommand(1);
   CLI::App* l = cmd->add_subcommand("list", "Every task, or a session's");
   l->add_option("--session", *session, "Only this session's tasks");
-  l->callback([session, &action] { action = [session] { return list(*session); }; });
+  auto json = std::make_shared<bool>(false);
+  l->add_flag("--json", *json, "Print the tasks as JSON (docs/schemas/tasks-list.schema.json)");
+  l->callback([session, json, &action] { action = [session, json] { return list(*session, *json); }; });
   CLI::App* s = cmd->add_subcommand("show", "A task's state on stderr and its output so far on stdout");
   s->add_option("id", *id, "SESSION-NN")->required();
   s->callback([id, &action] { action = [id] { return show(*id); }; });

@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "log/session_log.hpp"
@@ -60,11 +62,33 @@ std::int64_t last_use(const workspace::Session& s) {
 }
 
 // Newest use first: the session a person is after is most often the last one.
-int list() {
+// docs/schemas/workspace-list.schema.json
+int list_json(const std::vector<workspace::SessionInfo>& all) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& info : all) {
+    const auto& s = info.session;
+    out.push_back(
+        {{"id", s.id},
+         {"kind", workspace::kind_name(s.kind)},
+         {"project", s.project},
+         {"created", s.created},
+         {"last_run", s.last_run},
+         {"base", s.kind == workspace::Kind::git ? nlohmann::json(s.base) : nlohmann::json(nullptr)},
+         {"unapplied", info.pending},
+         {"unapplied_unit", s.kind == workspace::Kind::git ? "commits" : "changed paths"},
+         {"size_bytes", info.size_bytes},
+         {"problem", info.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.problem)}});
+  }
+  std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
+int list(bool json) {
   auto all = workspace::list();
   if (!all) return report_error(all.error());
   std::stable_sort(all->begin(), all->end(),
                    [](const auto& a, const auto& b) { return last_use(a.session) > last_use(b.session); });
+  if (json) return list_json(*all);
   std::printf("%-10s %-8s %-16s %-16s %-14s %-10s %s\n", "SESSION", "KIND", "MADE", "LAST USED", "UNAPPLIED",
               "SIZE", "PROJECT");
   for (const auto& info : *all) {
@@ -225,7 +249,9 @@ void add_workspace_command(CLI::App& app, Action& action) {
   ws->require_subcommand(1);
   CLI::App* ls =
       ws->add_subcommand("list", "Sessions, last used first: kind, when made and used, unapplied work, size");
-  ls->callback([&action] { action = [] { return list(); }; });
+  auto json = std::make_shared<bool>(false);
+  ls->add_flag("--json", *json, "Print the sessions as JSON (docs/schemas/workspace-list.schema.json)");
+  ls->callback([json, &action] { action = [json] { return list(*json); }; });
   CLI::App* rm =
       ws->add_subcommand("remove", "Remove a session and its log (refused while work is unapplied)");
   rm->add_option("session", o->session, "The session")->required();

@@ -44,7 +44,7 @@ void pidfd_body(const Reporter& out) noexcept {
     // Waits to be killed; EOF (the probe died) ends it as well.
     ::close(block[1]);
     char c = 0;
-    (void)::read(block[0], &c, 1);
+    [[maybe_unused]] const ssize_t ended = ::read(block[0], &c, 1);  // the parent's close, or its byte
     child_exit(0);
   }
   ::close(block[0]);

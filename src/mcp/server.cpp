@@ -98,13 +98,13 @@ class Server {
       if (!m.params.is_object())
         return error_response(m.id, code::invalid_params, "initialize takes an object");
       client_capabilities_ = m.params.value("capabilities", Json::object());
-      return response(m.id,
-                      {{"protocolVersion", negotiate_version(m.params.value("protocolVersion", Json()))},
-                       {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                       {"serverInfo", {{"name", "chock"}, {"title", "Chock"}, {"version", "0.1.0"}}},
-                       {"instructions",
-                        "Every tool runs in a sandbox, in a throwaway copy of the project (a session). "
-                        "Commit work with git in run_command; apply brings commits to the real project."}});
+      return response(
+          m.id, {{"protocolVersion", negotiate_version(m.params.value("protocolVersion", Json()))},
+                 {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                 {"serverInfo", {{"name", "chock"}, {"title", "Chock"}, {"version", CHOCK_VERSION_STRING}}},
+                 {"instructions",
+                  "Every tool runs in a sandbox, in a throwaway copy of the project (a session). "
+                  "Commit work with git in run_command; apply brings commits to the real project."}});
     }
     if (m.method == "ping") return response(m.id, Json::object());
     if (m.method == "tools/list") {

@@ -240,7 +240,8 @@ void forward_signal(int sig) {
   // still hold the same capabilities; untraced, the naming is only weaker.
   exit_watch::seize(watch, static_cast<pid_t>(pid));
   if (l.identity.drop_from_root) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  (void)write(seized[1], "w", 1);
+  // Its read returns at this byte, or at the close below if the write failed.
+  [[maybe_unused]] const ssize_t sent = write(seized[1], "w", 1);
   close(seized[1]);
 
   // The program holds what it needs; the keeper keeps only the channel.

@@ -35,7 +35,8 @@ Expected<void> write_notice(int root_fd, const std::string& rel, uid_t owner) {
   if (!fd) return sys_error("cover denied file", rel);
   std::size_t len = std::strlen(kDenyNotice);
   if (::write(fd.get(), kDenyNotice, len) != static_cast<ssize_t>(len)) return sys_error("write notice", rel);
-  if (::geteuid() == 0 && owner != 0) ::fchown(fd.get(), owner, group_of(owner));
+  if (::geteuid() == 0 && owner != 0 && ::fchown(fd.get(), owner, group_of(owner)) != 0)
+    return sys_error("chown notice", rel);
   return {};
 }
 
