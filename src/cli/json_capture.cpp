@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "util/split.hpp"
+
 namespace chock::cli {
 
 void JsonCapture::read_all(int fd, Stream& into) {
@@ -39,9 +41,7 @@ Expected<std::unique_ptr<JsonCapture>> JsonCapture::start() {
   return c;
 }
 
-int JsonCapture::finish(int status) {
-  if (finished_) return status;
-  finished_ = true;
+void JsonCapture::restore() {
   std::fflush(stderr);
   ::dup2(saved_stderr_.get(), STDERR_FILENO);
   out_write_.reset();
@@ -49,16 +49,13 @@ int JsonCapture::finish(int status) {
   chock_write_.reset();
   for (Stream* s : {&out_, &err_, &chock_})
     if (s->reader.joinable()) s->reader.join();
-  nlohmann::json lines = nlohmann::json::array();
-  std::size_t at = 0;
-  while (at < chock_.head.size()) {
-    std::size_t nl = chock_.head.find('\n', at);
-    if (nl == std::string::npos) nl = chock_.head.size();
-    std::string line = chock_.head.substr(at, nl - at);
-    if (const std::size_t cr = line.rfind('\r'); cr != std::string::npos) line.erase(0, cr + 1);
-    if (!line.empty()) lines.push_back(line);
-    at = nl + 1;
-  }
+}
+
+int JsonCapture::finish(int status) {
+  if (finished_) return status;
+  finished_ = true;
+  restore();
+  const nlohmann::json lines = output_lines(chock_.head);
   nlohmann::json result = nlohmann::json::parse(result_, nullptr, false);
   nlohmann::json j{{"session", session_.empty() ? nlohmann::json(nullptr) : nlohmann::json(session_)},
                    {"exit_status", status},
@@ -73,14 +70,7 @@ int JsonCapture::finish(int status) {
 }
 
 JsonCapture::~JsonCapture() {
-  if (finished_) return;
-  std::fflush(stderr);
-  ::dup2(saved_stderr_.get(), STDERR_FILENO);
-  out_write_.reset();
-  err_write_.reset();
-  chock_write_.reset();
-  for (Stream* s : {&out_, &err_, &chock_})
-    if (s->reader.joinable()) s->reader.join();
+  if (!finished_) restore();
 }
 
 }  // namespace chock::cli

@@ -36,6 +36,7 @@ class JsonCapture {
     std::thread reader;
   };
   static void read_all(int fd, Stream& into);
+  void restore();  // stderr back, the streams read to their end
   UniqueFd out_write_, err_write_, chock_write_, saved_stderr_;
   Stream out_, err_, chock_;
   std::string session_, result_;

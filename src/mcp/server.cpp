@@ -9,6 +9,7 @@
 #include "mcp/self_call.hpp"
 #include "policy/policy.hpp"
 #include "util/io.hpp"
+#include "util/split.hpp"
 
 namespace chock::mcp {
 
@@ -38,17 +39,7 @@ std::string with_cut(const Captured& c) {
 
 // Chock's own lines of a command's stderr, without progress rewrites.
 std::vector<std::string> chock_lines(const Captured& err) {
-  std::vector<std::string> lines;
-  std::size_t at = 0;
-  while (at < err.head.size()) {
-    std::size_t nl = err.head.find('\n', at);
-    if (nl == std::string::npos) nl = err.head.size();
-    std::string line = err.head.substr(at, nl - at);
-    if (const std::size_t cr = line.rfind('\r'); cr != std::string::npos) line.erase(0, cr + 1);
-    if (!line.empty()) lines.push_back(line);
-    at = nl + 1;
-  }
-  return lines;
+  return output_lines(err.head);
 }
 
 std::string joined(const std::vector<std::string>& lines) {

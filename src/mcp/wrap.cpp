@@ -72,6 +72,8 @@ Expected<Child> start(const std::vector<std::string>& args) {
   if (pid < 0) return sys_error("fork, for the server");
   if (pid == 0) {
     if (::dup2(in_r.get(), 0) < 0 || ::dup2(out_w.get(), 1) < 0) ::_exit(127);
+    // No controlling terminal: nobody can answer for a server, so what asks is refused.
+    ::setsid();
     // The sandbox (and with it the server) ends when this relay does.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);

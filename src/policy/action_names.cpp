@@ -98,10 +98,19 @@ std::string net_fetch(std::string_view host) {
   return "net.fetch." + reversed_host(host);
 }
 
-std::string device_usb(unsigned vendor, unsigned product) {
+namespace {
+
+// "device.usb.1d50.6018": a kind and two ids of four lower-case hex digits.
+std::string device_ids(const char* kind, unsigned vendor, unsigned product) {
   std::array<char, 48> buf{};
-  std::snprintf(buf.data(), buf.size(), "device.usb.%04x.%04x", vendor, product);
+  std::snprintf(buf.data(), buf.size(), "device.%s.%04x.%04x", kind, vendor & 0xffff, product & 0xffff);
   return buf.data();
+}
+
+}  // namespace
+
+std::string device_usb(unsigned vendor, unsigned product) {
+  return device_ids("usb", vendor, product);
 }
 
 std::string device_path(std::string_view path) {
@@ -121,9 +130,7 @@ std::string device_tty_serial(std::string_view serial) {
 }
 
 std::string device_tty(unsigned vendor, unsigned product) {
-  std::array<char, 48> buf{};
-  std::snprintf(buf.data(), buf.size(), "device.tty.%04x.%04x", vendor, product);
-  return buf.data();
+  return device_ids("tty", vendor, product);
 }
 
 std::string mcp_network(std::string_view server) {

@@ -19,4 +19,15 @@ inline std::vector<std::string> split_nonempty(std::string_view text, char separ
   return parts;
 }
 
+// A program's output as lines: empty ones dropped, and of a line a terminal
+// rewrote ("\r" progress), only what was left last.
+inline std::vector<std::string> output_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  for (auto& line : split_nonempty(text, '\n')) {
+    if (const std::size_t cr = line.rfind('\r'); cr != std::string::npos) line.erase(0, cr + 1);
+    if (!line.empty()) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 }  // namespace chock

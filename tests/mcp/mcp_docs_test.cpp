@@ -190,7 +190,7 @@ TEST(McpDocs, TheInspectorLinesListAndCallTheTools) {
       joined.clear();
       ASSERT_GE(words.size(), 4U);
       ASSERT_EQ(words[0], "npx");
-      ASSERT_EQ(words[1], "@modelcontextprotocol/inspector");
+      ASSERT_EQ(words[1], "@modelcontextprotocol/inspector@1.0.0");  // the version package-lock.json pins
       ASSERT_EQ(words[2], "--cli");
       ASSERT_EQ(words[3], "chock");
       ASSERT_EQ(words[4], "mcp");

@@ -162,6 +162,21 @@ TEST(McpServer, WorkspaceStatusShowsTheCallsCommitAndApplyFollowsThePolicy) {
   EXPECT_FALSE(yes[0]["result"]["isError"]) << yes[0].dump();
   EXPECT_EQ(ws::git_ok(f.project(), {"log", "-1", "--format=%s"}), "add n");
 
+  // Under deny, nothing asks and nothing is applied.
+  Fixture d;
+  d.init_git();
+  write_file(d.file("chock.zon"),
+             ".{ .policy = .{ .rules = .{ .{ .action = \"workspace.apply\", .decision = .deny } } } }\n");
+  d.commit_all("apply denied");
+  Json denied_plan = chock_mcp_plan(d, {}, {commit, call("apply")});
+  denied_plan["elicit"] = "accept";
+  auto refused = sdk(d, denied_plan);
+  ASSERT_EQ(refused.size(), 2U);
+  EXPECT_TRUE(refused[1]["result"]["isError"]) << refused[1].dump();
+  EXPECT_NE(text_of(refused[1]["result"]).find("workspace.apply is denied"), std::string::npos)
+      << refused[1].dump();
+  EXPECT_FALSE(exists(d.file("n.txt")));
+
   // Under allow, apply applies without asking.
   Fixture g;
   g.init_git();
