@@ -4,7 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 #include "chock/error.hpp"
 
@@ -22,6 +25,18 @@ inline constexpr int kExitChockFailed = 125;
 inline int exit_status_for(const Error& e, int otherwise) {
   return e.kind == Errc::no_such_session ? kExitChockFailed : otherwise;
 }
+
+// A number of seconds above 0, as --timeout takes it (CLI11's PositiveNumber
+// would print the whole range of a double when the value is not a number).
+inline const CLI::Validator kPositiveSeconds(
+    [](const std::string& text) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v <= 0)
+        return "expected a number of seconds above 0, not '" + text + "'";
+      return {};
+    },
+    "SECONDS");
 
 void add_sandbox_command(CLI::App& app, Action& action);
 

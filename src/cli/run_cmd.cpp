@@ -450,7 +450,7 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Start the call as a task of the session and print its id at once (`chock tasks`); a new "
                 "session is kept");
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveSeconds);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
   cmd->add_flag("--stdin", o->pass_stdin, "Pass the caller's stdin to the command (otherwise /dev/null)");
   cmd->add_flag("--json", o->json,

@@ -136,7 +136,7 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
   sub->add_option("--timeout", o->timeout_seconds, "Stop every process of the call after SECONDS")
       ->type_name("SECONDS")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveSeconds);
   sub->add_option("--result", o->result_file, "Write the result as one JSON object to FILE")
       ->type_name("FILE");
   add_limit_flags(*sub, o->limits);

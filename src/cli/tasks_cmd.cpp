@@ -166,7 +166,7 @@ void add_tasks_command(CLI::App& app, Action& action) {
   s->callback([id, &action] { action = [id] { return show(*id); }; });
   CLI::App* w = cmd->add_subcommand("wait", "Wait for a task to end; its output, and its exit status");
   w->add_option("id", *id, "SESSION-NN")->required();
-  w->add_option("--timeout", *timeout, "Give up after SECONDS (exit 124)")->check(CLI::PositiveNumber);
+  w->add_option("--timeout", *timeout, "Give up after SECONDS (exit 124)")->check(kPositiveSeconds);
   w->callback([id, timeout, &action] { action = [id, timeout] { return wait(*id, *timeout); }; });
   CLI::App* c = cmd->add_subcommand("cancel", "End a task and every process of its call");
   c->add_option("id", *id, "SESSION-NN")->required();

@@ -41,9 +41,10 @@ std::string human_size(std::uint64_t bytes) {
   return buf;
 }
 
+// Bad input (a malformed session id) is 2, as in every command; a refusal 1.
 int report_error(const Error& e) {
   std::fprintf(stderr, "chock: %s\n", e.message().c_str());
-  return exit_status_for(e, 1);
+  return exit_status_for(e, e.kind == Errc::bad_config ? 2 : 1);
 }
 
 // "2026-12-04 13:24", local time; "-" for never.

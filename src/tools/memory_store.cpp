@@ -1,5 +1,7 @@
 #include "tools/memory_store.hpp"
 
+#include "util/escape.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -90,14 +92,17 @@ Expected<void> check_name(std::string_view name) {
     return limit("a note's name is 1 to " + std::to_string(kMaxNameBytes) + " bytes");
   for (char c : name)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-      return limit("a note's name is made of a-z, 0-9, '_' and '-'");
+      return limit("a note's name is made of a-z, 0-9, '_' and '-', not '" + printable(std::string(name)) +
+                   "'");
   return {};
 }
 
 Expected<void> check_kind(std::string_view kind) {
   for (const char* k : kNoteKinds)
     if (kind == k) return {};
-  return limit("a note's kind is one of insight, code_fact, convention, gotcha, dead_end, environment");
+  return limit(
+      "a note's kind is one of insight, code_fact, convention, gotcha, dead_end, environment, not '" +
+      printable(std::string(kind)) + "'");
 }
 
 Expected<void> check_description(std::string_view text) {
