@@ -3,7 +3,7 @@
 // byte of the input echoed back.
 #include <gtest/gtest.h>
 
-#include "process.hpp"
+#include "cli_env.hpp"
 
 namespace chock::test {
 namespace {
@@ -16,11 +16,7 @@ struct Case {
 
 TEST(BadInput, EachIsOneLineWithItsExitStatus) {
   TempDir home("chock-bad-input");
-  RunOptions env;
-  env.env = {{"XDG_DATA_HOME", home / "data"},
-             {"XDG_STATE_HOME", home / "state"},
-             {"XDG_CACHE_HOME", home / "cache"},
-             {"XDG_CONFIG_HOME", home / "config"}};
+  RunOptions env = chock_dirs_under(home);
   env.cwd = home / "p";
   RunOptions setup = env;
   setup.cwd = home.path();

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "process.hpp"
+#include "cli_env.hpp"
 
 namespace chock::test {
 namespace {
@@ -53,12 +53,8 @@ TEST(Cli, BashCompletesSubcommandsOptionsAndPolicyActions) {
 
 TEST(Cli, BashCompletesSessionIdsFromTheWorkspaceList) {
   TempDir home("chock-cli");
-  RunOptions o;
-  o.env = {{"XDG_DATA_HOME", home / "data"},
-           {"XDG_STATE_HOME", home / "state"},
-           {"XDG_CACHE_HOME", home / "cache"},
-           {"XDG_CONFIG_HOME", home / "config"},
-           {"CHOCK", chock_binary()}};
+  RunOptions o = chock_dirs_under(home);
+  o.env["CHOCK"] = chock_binary();
   o.cwd = home.path();
   Output made = run_process({"sh", "-c",
                              "mkdir p && cd p && echo a > a && \"$CHOCK\" run --keep -- true 2>&1 | "
@@ -114,10 +110,9 @@ TEST(Cli, EveryJsonOutputValidatesAgainstItsSchema) {
   if (run_process({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0)
     GTEST_SKIP() << "Debian's python3-jsonschema is not installed (scripts/install-deps installs it)";
   TempDir home("chock-json");
-  RunOptions env;
-  env.env = {{"XDG_DATA_HOME", home / "data"},   {"XDG_STATE_HOME", home / "state"},
-             {"XDG_CACHE_HOME", home / "cache"}, {"XDG_CONFIG_HOME", home / "config"},
-             {"GIT_CONFIG_NOSYSTEM", "1"},       {"HOME", home.path()}};
+  RunOptions env = chock_dirs_under(home);
+  env.env["GIT_CONFIG_NOSYSTEM"] = "1";
+  env.env["HOME"] = home.path();
   env.cwd = home / "p";
   ASSERT_EQ(
       run_process({"sh", "-c",
