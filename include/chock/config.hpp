@@ -121,8 +121,12 @@ struct Config {
   // program opens it under its own uid and the node's mode bits; the grant is
   // the whole device (seccomp cannot tell one descriptor's ioctls from another's).
   std::vector<std::string> devices;
-  std::vector<Overlay> overlays;    // mounted after the binds, in order
-  bool toolchain = true;            // /usr /bin /lib* /sbin /etc read-only
+  std::vector<Overlay> overlays;  // mounted after the binds, in order
+  bool toolchain = true;          // /usr /bin /lib* /sbin /etc read-only
+  // With `toolchain`, a Nix closure instead of the host's /usr /bin /lib*
+  // /sbin: each store path ("/nix/store/<hash>-<name>") read-only at its own
+  // path and nothing else of /nix; /etc stays the host's.
+  std::optional<std::vector<std::string>> store_paths;
   std::vector<std::string> covers;  // files inside replaced by the deny notice
   std::string cwd = "/";
   Network network = Network::none;

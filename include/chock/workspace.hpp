@@ -227,8 +227,10 @@ struct ApplyPlan {
 };
 
 // Files of the project Chock reads as configuration: a commit range that
-// touches one changes the policy of every later call.
-inline constexpr const char* kConfigurationFiles[] = {"chock.zon"};
+// touches one changes every later call. chock.zon is the policy; flake.nix,
+// flake.lock and shell.nix are evaluated by Nix on the host side, outside
+// any sandbox, to make the toolchain.
+inline constexpr const char* kConfigurationFiles[] = {"chock.zon", "flake.nix", "flake.lock", "shell.nix"};
 
 // Says whether to go ahead. The command line answers from the
 // workspace.apply policy row, --yes or a terminal prompt (return false to

@@ -82,7 +82,9 @@ std::string describe(const workspace::ApplyPlan& plan) {
   out += "changing " + std::to_string(plan.paths.size()) + " path(s):\n";
   for (const auto& p : plan.paths) out += "  " + printable(p) + "\n";
   if (!plan.configuration.empty()) {
-    out += "these commits change the project's configuration, the policy of every later call:\n";
+    out +=
+        "these commits change the project's configuration (its policy, or its toolchain evaluated on the "
+        "host), what every later call gets:\n";
     for (const auto& line : split_lines(plan.configuration_diff)) out += "  | " + printable(line) + "\n";
   }
   return out;
@@ -98,10 +100,10 @@ workspace::Approval confirm_configuration(const workspace::ApplyPlan& plan) {
       ask_terminal(policy::kWorkspaceApply, describe(plan) + "apply the change to " + files + "?", false);
   if (said.approved) return {true, "", true};
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
-    return {false,
-            "the commits change " + files +
-                " (the policy of every later call), which is applied only on a terminal after its diff was "
-                "shown; no policy row or --yes stands in for that"};
+    return {false, "the commits change " + files +
+                       " (the configuration of every later call: its policy, or its toolchain evaluated on "
+                       "the host), which is applied only on a terminal after its diff was "
+                       "shown; no policy row or --yes stands in for that"};
   return {false, said.refusal};
 }
 

@@ -8,6 +8,7 @@
 #include "cli/command.hpp"
 #include "sandbox/directory_cap.hpp"
 #include "sandbox/kill_naming.hpp"
+#include "toolchain/nix_shell.hpp"
 
 namespace chock::cli {
 
@@ -39,6 +40,9 @@ int clear(const std::string& dir) {
   std::printf(*cleared ? "chock: the toolchain cache of %s is cleared\n"
                        : "chock: %s has no toolchain cache to clear\n",
               root->c_str());
+  auto forgot = toolchain::forget_dev_shell(*root);
+  if (!forgot) return fail(forgot.error());
+  if (*forgot) std::printf("chock: its Nix dev shell will be evaluated again on the next call\n");
   return 0;
 }
 
@@ -52,7 +56,9 @@ void add_cache_command(CLI::App& app, Action& action) {
   CLI::App* path = cmd->add_subcommand("path", "Print where the cache is, and its size");
   path->add_option("--project", *project, "The project (default: the current directory)");
   path->callback([project, &action] { action = [project] { return show(*project); }; });
-  CLI::App* c = cmd->add_subcommand("clear", "Remove everything in the project's toolchain cache");
+  CLI::App* c = cmd->add_subcommand(
+      "clear",
+      "Remove everything in the project's toolchain cache, and the kept answer of its Nix dev shell");
   c->add_option("--project", *project, "The project (default: the current directory)");
   c->callback([project, &action] { action = [project] { return clear(*project); }; });
 }

@@ -36,6 +36,10 @@ PathReport check_path(const std::string& path, const Config& config) {
   // The toolchain every call has (mount_tree.cpp) and what this call binds.
   // (The call's /tmp is a fresh tmpfs: a host directory there is not inside.)
   std::vector<std::string> inside = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
+  if (config.store_paths) {  // a Nix dev shell's closure instead of the host's
+    inside = {"/etc"};
+    inside.insert(inside.end(), config.store_paths->begin(), config.store_paths->end());
+  }
   for (const auto& b : config.binds) inside.push_back(b.target.empty() ? b.source : b.target);
   for (const auto& o : config.overlays) inside.push_back(o.target);
   auto has = [&](const std::string& dir) {

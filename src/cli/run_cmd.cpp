@@ -29,6 +29,7 @@
 #include "cli/session_events.hpp"
 #include "cli/tasks.hpp"
 #include "cli/terminal.hpp"
+#include "cli/toolchain_choice.hpp"
 #include "log/session_log.hpp"
 #include "sandbox/kill_naming.hpp"
 #include "util/escape.hpp"
@@ -56,6 +57,7 @@ struct RunOptions {
   int program_stderr = -1;       // chock mcp: the program's stderr apart from Chock's own lines
   bool bind_chock = false;       // chock mcp: this binary at /run/chock/bin/chock, for the file tools
   bool plain_env = false;        // chock mcp wrap: PATH, LANG, TERM and Chock's own, nothing more
+  bool host_toolchain = false;   // the host's /usr even where the project has a Nix dev shell
   bool json = false;             // the outputs captured, one JSON object on stdout (json_capture.hpp)
   config::LayerOptions layers;
   std::vector<std::string> argv;
@@ -197,7 +199,8 @@ void end_one_call(const workspace::Session& s) {
 }
 
 int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
-                    const std::string& start, Network network, const policy::Answer& jit, JsonCapture* json);
+                    const std::string& start, Network network, const policy::Answer& jit,
+                    const std::optional<toolchain::DevShell>& shell, JsonCapture* json);
 
 int run_call(const RunOptions& o, JsonCapture* json);
 
@@ -226,6 +229,11 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   if (!network) return refuse(network.error(), o.result_file);
   // sandbox.jit is read before the call starts: nobody is asked, so only allow relaxes.
   policy::Answer jit = layers->table.decide(policy::kSandboxJit);
+  // Asked of Nix before any session is made: a shell that does not evaluate runs nothing.
+  auto shell = choose_toolchain(*root, o.host_toolchain);
+  if (!shell) return refuse(shell.error(), o.result_file);
+  if (*shell && !(*shell)->from_cache)
+    std::fprintf(stderr, "chock: %s\n", printable(toolchain_line(**shell)).c_str());
 
   workspace::OpenOptions open;
   open.project = *root;
@@ -245,7 +253,7 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
   if (json != nullptr) json->set_session(opened->session.id);
-  const int status = call_in_session(o, *layers, *opened, start, *network, jit, json);
+  const int status = call_in_session(o, *layers, *opened, start, *network, jit, *shell, json);
   if (opened->created && !o.keep && !o.background) {
     const workspace::Session s = opened->session;
     opened->lock = workspace::SessionLock();  // the removal takes it again
@@ -255,7 +263,8 @@ int run_call(const RunOptions& o, JsonCapture* json) {
 }
 
 int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
-                    const std::string& start, Network network, const policy::Answer& jit, JsonCapture* json) {
+                    const std::string& start, Network network, const policy::Answer& jit,
+                    const std::optional<toolchain::DevShell>& shell, JsonCapture* json) {
   workspace::Session& s = opened.session;
   for (const auto& note : opened.notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
   config::EffectiveLimits limits = layers.limits();
@@ -292,6 +301,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
       return !e.starts_with("PATH=") && !e.starts_with("LANG=") && !e.starts_with("TERM=") &&
              !e.starts_with("HOME=") && !e.starts_with("TMPDIR=");
     });
+  if (shell) use_dev_shell(*shell, config);
   for (const auto& e : o.env) {
     const std::string name = e.substr(0, e.find('=') + 1);
     std::erase_if(*config.env, [&name](const std::string& have) { return have.starts_with(name); });
@@ -346,7 +356,8 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   if (!path.command_line.empty()) std::fprintf(stderr, "chock: %s\n", printable(path.command_line).c_str());
   // git grep inside a git workspace; a preload costs every exec some 80 us, so only there.
-  if (!config.allow_jit && s.kind == workspace::Kind::git) {
+  // (The preload is built against the host's libc: a Nix toolchain's git is not the host's.)
+  if (!config.allow_jit && s.kind == workspace::Kind::git && !shell) {
     if (auto r = add_pcre2_without_jit(config); !r) return refuse(r.error(), o.result_file);
   }
   if (config.allow_jit)
@@ -357,7 +368,8 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
         jit.deciding_rule ? jit.deciding_rule->origin.c_str() : "the policy");
   events.add("sandbox.open", {{"write_execute", config.allow_jit ? "relaxed" : "strict"},
                               {"sandbox_jit", rule_json(jit)},
-                              {"network", network_name(config.network)}});
+                              {"network", network_name(config.network)},
+                              {"toolchain", toolchain_json(shell)}});
 
   s.last_run = static_cast<std::int64_t>(std::time(nullptr));
   if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
@@ -471,6 +483,8 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--program-stderr", o->program_stderr)->group("");
   cmd->add_flag("--bind-chock", o->bind_chock)->group("");
   cmd->add_flag("--plain-env", o->plain_env)->group("");
+  cmd->add_flag("--host-toolchain", o->host_toolchain,
+                "The host's /usr, /bin and /lib even where the project has a Nix dev shell");
   add_layer_flags(*cmd, o->layers);
   cmd->add_option("command", o->argv, "The command, after --")->required();
   cmd->positionals_at_end();

@@ -16,6 +16,7 @@
 #include "cli/command.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
+#include "util/size.hpp"
 
 namespace chock::cli {
 
@@ -27,19 +28,6 @@ struct WorkspaceOptions {
   bool keep_log = false;
   double older_than_days = 0;
 };
-
-std::string human_size(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 // Bad input (a malformed session id) is 2, as in every command; a refusal 1.
 int report_error(const Error& e) {

@@ -118,6 +118,7 @@ Expected<std::vector<Row>> check(const Options& options) {
   rows.push_back(tmpfs_row(context));
   for (Row& r : filtered_network_rows()) rows.push_back(std::move(r));
   rows.push_back(device_row(options, project->root));
+  rows.push_back(toolchain_row(project->root));
   rows.push_back(git_row(project->git, git_why));
   rows.push_back(space_row());
   rows.push_back(disk_row());

@@ -37,22 +37,6 @@ std::string nearest_existing(std::string path) {
 
 }  // namespace
 
-std::string human_size(unsigned long long bytes) {
-  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  double value = static_cast<double>(bytes);
-  while (unit < 4 && value >= 1024) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  if (unit == 0 || value >= 100 || value == static_cast<double>(static_cast<unsigned long long>(value)))
-    std::snprintf(text, sizeof text, "%.0f %s", value, units[unit]);
-  else
-    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
-  return text;
-}
-
 Row cgroup_row(const Row& rlimit_floor) {
   // The very call chock run makes: a cgroup below a delegated ancestor with
   // memory.max, memory.swap.max and pids.max written; destroyed at once.

@@ -10,6 +10,7 @@
 #include "doctor/probe_child.hpp"
 #include "policy/policy.hpp"
 #include "sandbox/namespaces.hpp"
+#include "util/size.hpp"
 
 namespace chock::doctor {
 
@@ -84,11 +85,10 @@ struct Context {
 [[nodiscard]] Expected<policy::Answer> jit_answer(const Options& options, const std::string& project_root);
 // devices_probe.cpp
 [[nodiscard]] Row device_row(const Options& options, const std::string& project_root);
+// Which toolchain the project's calls get: the host's, or its Nix dev shell's.
+[[nodiscard]] Row toolchain_row(const std::string& project_root);
 // The answer in words, and the filter it selects tried for real (the strict
 // one was already tried for the seccomp row).
 [[nodiscard]] Row write_execute_row(const policy::Answer& answer, const ChildResult& strict_filter);
-
-// "1.5 GiB", "80 GiB", "512 MiB": free space and sizes as a person reads them.
-[[nodiscard]] std::string human_size(unsigned long long bytes);
 
 }  // namespace chock::doctor

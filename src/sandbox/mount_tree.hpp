@@ -3,6 +3,8 @@
 // entered with pivot_root.
 #pragma once
 
+#include <linux/openat2.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +66,13 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_sources_now);
 // In the program process, after unshare: builds the tree on a fresh tmpfs,
 // pivots into it and detaches the old root. Async-signal-safe.
 bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept;
+
+// Openings that never follow a link, magic or not.
+inline constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// A detached overlayfs mount of `op` (lower `source`, `upper`, `work`), or
+// -1 with errno. System calls only.
+int make_overlay(const MountOp& op) noexcept;
 
 // "/a//b/" -> "/a/b"; empty when the path is not absolute or has "." or ".." components.
 std::string normalize_absolute(const std::string& path);

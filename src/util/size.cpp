@@ -1,5 +1,6 @@
 #include "util/size.hpp"
 
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -59,6 +60,22 @@ Expected<std::uint64_t> parse_count(std::string_view flag, std::string_view text
   if (!v) return v;
   if (!rest.empty()) return bad(flag, text, "expected a whole number");
   return v;
+}
+
+std::string human_size(std::uint64_t bytes) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double value = static_cast<double>(bytes);
+  while (unit < 4 && value >= 1024) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0 || value >= 100 || value == static_cast<double>(static_cast<std::uint64_t>(value)))
+    std::snprintf(text, sizeof text, "%.0f %s", value, units[unit]);
+  else
+    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
 }
 
 }  // namespace chock

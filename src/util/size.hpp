@@ -10,6 +10,9 @@ namespace chock {
 
 // Bytes, with an optional binary unit: B, KiB, MiB, GiB, TiB. Decimal units
 // (MB, GB) are refused rather than guessed at. `flag` names the flag in errors.
+// "1 KiB", "2.5 MiB", "900 bytes": a size for people to read.
+[[nodiscard]] std::string human_size(std::uint64_t bytes);
+
 [[nodiscard]] Expected<std::uint64_t> parse_size(std::string_view flag, std::string_view text);
 // A plain decimal count.
 [[nodiscard]] Expected<std::uint64_t> parse_count(std::string_view flag, std::string_view text);

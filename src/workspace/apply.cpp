@@ -312,11 +312,11 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   Approval answer = approve ? approve(plan) : Approval{false, "nobody approved it"};
   if (!answer.approved) return refused(s, answer.refusal, "");
   if (!plan.configuration.empty() && !answer.configuration)
-    return refused(
-        s,
-        "the commits change " + list_some(plan.configuration) +
-            ", the policy of every later call; that needs a yes on a terminal that showed the diff",
-        "run 'chock apply " + id + "' on a terminal and read the diff before you answer");
+    return refused(s,
+                   "the commits change " + list_some(plan.configuration) +
+                       ", the configuration of every later call (its policy, or its toolchain evaluated on "
+                       "the host); that needs a yes on a terminal that showed the diff",
+                   "run 'chock apply " + id + "' on a terminal and read the diff before you answer");
 
   auto now = project_state(*project);
   if (!now) return std::move(now).error();

@@ -33,7 +33,13 @@ chmod -R a+rX "$scratch/bin"
 chown "$uid:$uid" "$scratch/home" "$scratch/tmp"
 cd "$scratch"
 status=0
-setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+# The one group kept: Debian's nix-users, which lets a user reach nix-daemon,
+# as a Nix user's own account would (the Nix toolchain tests).
+groups=--clear-groups
+if nix_gid=$(getent group nix-users | cut -d: -f3) && [ -n "$nix_gid" ]; then
+  groups=--groups=$nix_gid
+fi
+setpriv --reuid="$uid" --regid="$uid" "$groups" \
   env HOME="$scratch/home" TMPDIR="$scratch/tmp" CHOCK_STAGE="$scratch/bin" \
   XDG_DATA_HOME="$scratch/home/.local/share" XDG_STATE_HOME="$scratch/home/.local/state" \
   XDG_CONFIG_HOME="$scratch/home/.config" USER=chock-test LOGNAME=chock-test \

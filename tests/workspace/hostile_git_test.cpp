@@ -56,6 +56,28 @@ TEST(HostileGit, AChangeToChockZonIsNotAppliedByAnAllowRowYesOrAStoredAlways) {
   EXPECT_EQ(read_file(f.file("chock.zon")), kAllowApply);
 }
 
+// shell.nix, flake.nix and flake.lock are evaluated by Nix on the host side
+// (the Nix toolchain): a call that could apply one would run code outside
+// every sandbox on the next call.
+TEST(HostileGit, ACallsChangeToTheNixDevShellIsNotAppliedByAnAllowRowOrYes) {
+  Fixture f;
+  f.init_git();
+  write_file(f.file("chock.zon"), kAllowApply);
+  f.commit_all("allow apply");
+  for (const char* file : {"shell.nix", "flake.nix", "flake.lock"}) {
+    Output o = f.run({"--keep"}, std::string("echo 'builtins.derivation {}' > ") + file + " && git add " +
+                                     file + " && git commit -qm 'Add a dev shell'");
+    ASSERT_EQ(o.status, 0) << describe(o);
+    const std::string id = session_id(o);
+    Output applied = f.chock({"apply", id, "--yes"});
+    EXPECT_EQ(applied.status, 1) << describe(applied);
+    EXPECT_NE(applied.err.find(std::string("not applied: the commits change ") + file), std::string::npos)
+        << applied.err;
+    EXPECT_NE(applied.err.find("parked at refs/chock/" + id), std::string::npos) << applied.err;
+    EXPECT_FALSE(exists(f.file(file))) << file;
+  }
+}
+
 TEST(HostileGit, ACallCannotGiveAProjectWithoutChockZonOne) {
   Fixture f;
   f.init_git();

@@ -1,0 +1,327 @@
+// A project with a Nix dev shell gets the shell's closure as its toolchain:
+// each store path at its own path and nothing else of the store, PATH and
+// the shell's variables as the shell sets them, the answer kept until the
+// file that defines the shell changes. Nothing is fetched: the store paths
+// are the tests' own (bash-static and busybox added with nix-store --add,
+// and a derivation built from them with builtins.derivation), and every run
+// has NIX_CONFIG="substituters =" so Nix never asks a binary cache. Nix's
+// own settings are Debian's (nix-setup-systemd's /etc/nix/nix.conf:
+// `sandbox = false`, builds as the nixbld users); root uses the store
+// directly, the unprivileged run reaches it through nix-daemon, which
+// scripts/install-deps starts where systemd does not, as a member of
+// nix-users (tests/support/as-user.sh keeps that one group).
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "support.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+constexpr const char* kBashStatic = "/bin/bash-static";
+constexpr const char* kBusybox = "/bin/busybox";
+constexpr const char* kDaemonSocket = "/nix/var/nix/daemon-socket/socket";
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string which(const std::string& name) {
+  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
+    const std::string p = std::string(dir) + "/" + name;
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return {};
+}
+
+// Root may use the store directly; anyone else needs the daemon.
+std::string why_no_nix() {
+  if (which("nix").empty() || which("nix-store").empty()) return "Nix is not installed (apt install nix-bin)";
+  if (::access(kBashStatic, X_OK) != 0) return "no /bin/bash-static (apt install bash-static)";
+  if (::access(kBusybox, X_OK) != 0) return "no /bin/busybox (apt install busybox-static)";
+  if (running_as_root()) return {};
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, kDaemonSocket, sizeof addr.sun_path - 1);
+  const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!up)
+    return std::string("no nix-daemon this user can reach at ") + kDaemonSocket + " (" + std::strerror(err) +
+           "): start nix-daemon and put the user in the nix-users group";
+  return {};
+}
+
+class NixToolchain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = why_no_nix(); !why.empty()) GTEST_SKIP() << why;
+    // The tools' store paths: content-addressed, so every run adds the same ones.
+    bash_ = add_to_store("chock-test-bash", "bash", kBashStatic);
+    busybox_ = add_to_store("chock-test-busybox", "busybox", kBusybox);
+    ASSERT_TRUE(is_store(bash_) && is_store(busybox_)) << bash_ << " " << busybox_;
+    // In the store, never named by the shell: it must not be in the call.
+    const std::string other = dir_.path() + "/chock-test-outside";
+    ASSERT_EQ(::mkdir(other.c_str(), 0755), 0);
+    write_file(other + "/marker", "not in any closure\n");
+    outside_ = store_add(other);
+    ASSERT_TRUE(is_store(outside_)) << outside_;
+    // A wrapper that counts Nix's runs, then runs the real one.
+    const std::string wrap = dir_.path() + "/wrap";
+    ASSERT_EQ(::mkdir(wrap.c_str(), 0755), 0);
+    for (const char* tool : {"nix", "nix-store"})
+      write_file(wrap + "/" + tool,
+                 std::string("#!/bin/sh\necho \"$0 $*\" >> ") + dir_.path() + "/nix-runs\nexec " +
+                     which(tool) + " \"$@\"\n",
+                 0755);
+    path_ = wrap + ":/usr/local/bin:/usr/bin:/bin";
+    f.init_plain();
+  }
+
+  std::string store_add(const std::string& path) const {
+    auto r = run_process({which("nix-store"), "--add", path});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+
+  // A directory NAME/bin/PROGRAM holding a copy of `from`, added to the store.
+  std::string add_to_store(const std::string& name, const std::string& program,
+                           const std::string& from) const {
+    const std::string dir = dir_.path() + "/" + name;
+    ::mkdir(dir.c_str(), 0755);
+    ::mkdir((dir + "/bin").c_str(), 0755);
+    std::ifstream in(from, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    write_file(dir + "/bin/" + program, bytes.str(), 0755);
+    return store_add(dir);
+  }
+
+  static bool is_store(const std::string& p) { return p.starts_with("/nix/store/") && p.size() > 11; }
+
+  // shell.nix: a tool built from busybox (hello, sh, ls, env, touch, cat) and
+  // a shell whose PATH is the tool's bin. `extra` lands in the file as a comment.
+  void write_shell(const std::string& extra = {}) const {
+    const std::string bb = busybox_ + "/bin/busybox";
+    std::string links;
+    for (const char* applet : {"sh", "ls", "env", "touch", "cat", "readlink"})
+      links += " && " + bb + " ln -s busybox $out/bin/" + applet;
+    write_file(
+        f.file("shell.nix"),
+        "# " + extra + "\nlet\n  bash = builtins.storePath \"" + bash_ + "\";\n" +
+            "  busybox = builtins.storePath \"" + busybox_ + "\";\n" +
+            "  tool = builtins.derivation {\n    name = \"chock-test-tool\";\n" +
+            "    system = builtins.currentSystem;\n    builder = \"${bash}/bin/bash\";\n" +
+            "    args = [ \"-c\" \"" + bb + " mkdir -p $out/bin && " + bb + " cp " + bb +
+            " $out/bin/busybox && printf '#!%s\\\\necho hello from the dev shell\\\\n' ${bash}/bin/bash > "
+            "$out/bin/hello && " +
+            bb + " chmod +x $out/bin/hello" + links + "\" ];\n  };\n" +
+            "in builtins.derivation {\n  name = \"chock-test-shell\";\n" +
+            "  system = builtins.currentSystem;\n  builder = \"${bash}/bin/bash\";\n" +
+            "  args = [ \"-c\" \"echo > $out\" ];\n  outputs = [ \"out\" ];\n" +
+            "  PATH = \"${tool}/bin\";\n  GREETING = \"from shell.nix\";\n  HOME = \"/not/this\";\n}\n");
+  }
+
+  Output chock(const std::vector<std::string>& args) const {
+    RunOptions o;
+    o.cwd = f.project();
+    o.env = {{"XDG_DATA_HOME", f.data()},
+             {"XDG_STATE_HOME", f.state()},
+             {"XDG_CONFIG_HOME", f.config()},
+             {"XDG_CACHE_HOME", f.cache()},
+             {"PATH", path_},
+             {"NIX_CONFIG", "substituters =\n"}};
+    o.timeout = std::chrono::seconds(240);
+    return test::chock(args, o);
+  }
+
+  Output run(const std::string& script, const std::vector<std::string>& flags = {}) const {
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    return chock(args);
+  }
+
+  int nix_runs() const {
+    std::ifstream in(dir_.path() + "/nix-runs");
+    return static_cast<int>(
+        std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  }
+
+  // The closure as Nix itself gives it, from the profile Chock keeps.
+  std::vector<std::string> closure() const {
+    std::vector<std::string> out;
+    const std::string dir = f.data() + "/chock/toolchains";
+    auto listing = run_process({"sh", "-c", "ls -d " + dir + "/*/*.profile"});
+    const std::string profile = listing.out.substr(0, listing.out.find('\n'));
+    auto r = run_process({which("nix-store"), "--query", "--requisites", profile});
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty()) out.push_back(l.substr(std::string("/nix/store/").size()));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  TempDir dir_{"chock-nix"};
+  Fixture f;
+  std::string bash_, busybox_, outside_, path_;
+};
+
+TEST_F(NixToolchain, PathFindsTheShellsToolAndNothingElseOfTheStoreIsThere) {
+  write_shell();
+  auto r = run(std::string("command -v hello; hello; echo \"$GREETING $HOME\"; ls /nix; ls /nix/store; ") +
+               "test -e /nix/var; echo \"var $?\"; test -e " + outside_ + "/marker; echo \"outside $?\"; " +
+               "test -e /usr/lib; echo \"usr $?\"; readlink /proc/self/exe");
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "chock: toolchain: the Nix dev shell of " + f.file("shell.nix"))) << describe(r);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_TRUE(line.starts_with("/nix/store/") && line.ends_with("-chock-test-tool/bin/hello")) << r.out;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "hello from the dev shell");
+  std::getline(lines, line);
+  EXPECT_EQ(line, "from shell.nix /run/chock/cache/home");  // Chock's HOME wins over the shell's
+  std::getline(lines, line);
+  EXPECT_EQ(line, "store");  // /nix has the store and nothing else
+  std::vector<std::string> listed;
+  while (std::getline(lines, line) && !line.starts_with("var ")) listed.push_back(line);
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, closure()) << r.out;
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), bash_.substr(11)), 1) << "the tool's interpreter";
+  EXPECT_EQ(line, "var 1");
+  std::getline(lines, line);
+  EXPECT_EQ(line, "outside 1") << "a store path outside the closure is there";
+  std::getline(lines, line);
+  EXPECT_EQ(line, "usr 1") << "the host's /usr/lib is there";
+  std::getline(lines, line);
+  EXPECT_TRUE(line.ends_with("/bin/busybox")) << "/bin/sh is the closure's: " << line;
+  // The host has the store path the call lacked.
+  EXPECT_EQ(::access((outside_ + "/marker").c_str(), R_OK), 0);
+}
+
+// A flake's devShells.<system>.default, evaluated in pure mode: its tools
+// come from the flake's own source, copied into the store by Nix.
+TEST_F(NixToolchain, AFlakesDevShellIsTheToolchainToo) {
+  ASSERT_EQ(::mkdir(f.file("tools").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(f.file("tools/bin").c_str(), 0755), 0);
+  for (const auto& [from, to] : {std::pair{kBashStatic, "bash"}, std::pair{kBusybox, "busybox"}}) {
+    std::ifstream in(from, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    write_file(f.file(std::string("tools/bin/") + to), bytes.str(), 0755);
+  }
+  ASSERT_EQ(::symlink("busybox", f.file("tools/bin/sh").c_str()), 0);
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  const std::string system = std::string(u.machine) + "-linux";  // as Chock names it: x86_64-linux
+  write_file(f.file("flake.nix"),
+             "{\n  outputs = { self }: let\n    tools = \"${self}/tools\";\n  in {\n"
+             "    devShells." +
+                 system + ".default = derivation {\n      system = \"" + system +
+                 "\";\n"
+                 "      name = \"chock-test-flake-shell\";\n      builder = \"${tools}/bin/bash\";\n"
+                 "      args = [ \"-c\" \"echo > $out\" ];\n      outputs = [ \"out\" ];\n"
+                 "      PATH = \"${tools}/bin\";\n      GREETING = \"from flake.nix\";\n    };\n  };\n}\n");
+  auto r = run("echo \"$GREETING\"; echo \"$PATH\"; test -e /usr/lib; echo \"usr $?\"");
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "chock: toolchain: the Nix dev shell of " + f.file("flake.nix"))) << describe(r);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "from flake.nix");
+  std::getline(lines, line);
+  EXPECT_TRUE(line.starts_with("/nix/store/") && line.ends_with("/tools/bin")) << r.out;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "usr 1");
+}
+
+TEST_F(NixToolchain, WritesUnderTheStoreFailReadOnly) {
+  write_shell();
+  auto r =
+      run("touch /nix/store/new; touch \"$(dirname \"$(dirname \"$(command -v hello)\")\")/new\"; "
+          "echo done");
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "done\n");
+  // busybox's touch says strerror(EROFS) for each.
+  std::size_t count = 0;
+  for (std::size_t at = r.err.find("Read-only file system"); at != std::string::npos;
+       at = r.err.find("Read-only file system", at + 1))
+    ++count;
+  EXPECT_EQ(count, 2U) << describe(r);
+}
+
+TEST_F(NixToolchain, ASecondCallAsksNixNothingAndAChangedShellIsEvaluatedAgain) {
+  write_shell();
+  auto first = run("hello");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  const int after_first = nix_runs();
+  EXPECT_GE(after_first, 2) << "print-dev-env and the closure's query";
+  auto second = run("hello");
+  ASSERT_EQ(second.status, 0) << describe(second);
+  EXPECT_EQ(nix_runs(), after_first) << "the second call ran Nix";
+  EXPECT_FALSE(has(second.err, "toolchain:")) << describe(second);
+  write_shell("changed");
+  auto third = run("hello");
+  ASSERT_EQ(third.status, 0) << describe(third);
+  EXPECT_GT(nix_runs(), after_first) << "a changed shell.nix was not evaluated again";
+  EXPECT_TRUE(has(third.err, "chock: toolchain:")) << describe(third);
+  // `chock cache clear` forgets the answer too.
+  auto cleared = chock({"cache", "clear"});
+  EXPECT_EQ(cleared.status, 0) << describe(cleared);
+  EXPECT_TRUE(has(cleared.out, "evaluated again")) << describe(cleared);
+  const int before = nix_runs();
+  auto fourth = run("hello");
+  EXPECT_EQ(fourth.status, 0) << describe(fourth);
+  EXPECT_GT(nix_runs(), before);
+}
+
+TEST_F(NixToolchain, ABrokenShellNixIsOneClearLineAndRunsNothing) {
+  write_file(f.file("shell.nix"), "let x = 1; in\n  builtins.derivation { name = \"x\";\n");
+  auto r = run("echo ran > /tmp/ran; echo ran");
+  EXPECT_EQ(r.status, 125) << describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(has(r.err, "chock: " + f.file("shell.nix") + ": the Nix dev shell did not evaluate: error: "))
+      << describe(r);
+  EXPECT_TRUE(has(r.err, "syntax error")) << describe(r);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << describe(r);
+  auto sessions = run_process({"sh", "-c", "ls -A '" + f.sessions() + "' 2>/dev/null"});
+  EXPECT_EQ(sessions.out, "") << "a session was made";
+}
+
+TEST_F(NixToolchain, WithoutADevShellOrWithHostToolchainTheHostsToolchainStays) {
+  auto plain = run("test -d /usr/lib && test ! -e /nix && echo host");
+  ASSERT_EQ(plain.status, 0) << describe(plain);
+  EXPECT_EQ(plain.out, "host\n");
+  EXPECT_EQ(nix_runs(), 0) << "Nix was asked about a project without a dev shell";
+  write_shell();
+  auto chosen = run("test -d /usr/lib && test ! -e /nix && echo host", {"--host-toolchain"});
+  ASSERT_EQ(chosen.status, 0) << describe(chosen);
+  EXPECT_EQ(chosen.out, "host\n");
+  EXPECT_EQ(nix_runs(), 0) << "--host-toolchain asked Nix";
+}
+
+TEST_F(NixToolchain, DoctorSaysWhichToolchainAndWhereItsAnswerIsKept) {
+  write_shell();
+  auto r = chock({"doctor"});
+  std::string row;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);)
+    if (l.find(" toolchain ") != std::string::npos) row = l;
+  EXPECT_TRUE(has(row, "the Nix dev shell of " + f.file("shell.nix"))) << r.out << r.err;
+  EXPECT_TRUE(has(row, "store paths") && has(row, "evaluated in") &&
+              has(row, f.data() + "/chock/toolchains/"))
+      << row;
+}
+
+}  // namespace
+}  // namespace chock::test::ws
