@@ -135,30 +135,56 @@ Expected<std::optional<std::string>> read_head(int dir_fd, const std::string& na
 
 // The log's last line without its newline; nullopt when the log is empty.
 // An Error when the log does not end in a newline: a cut write.
-Expected<std::optional<std::string>> read_last_line(int fd, const std::string& path) {
+// The end of a log: its last complete line, and the bytes after it when the
+// file does not end in a newline (a write that was cut: chock killed, or the
+// disk full). Read backwards, a block at a time.
+struct Tail {
+  std::optional<std::string> last;  // without its newline
+  std::optional<std::string> torn;
+};
+
+Expected<Tail> read_tail(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return sys_error("stat", path);
   std::size_t offset = static_cast<std::size_t>(st.st_size);
-  if (offset == 0) return std::optional<std::string>();
+  Tail out;
+  if (offset == 0) return out;
   std::string tail;  // grows backwards from the end of the file
   std::array<char, 4096> buf{};
-  while (offset > 0) {
-    std::size_t chunk = std::min(buf.size(), offset);
-    ssize_t n = ::pread(fd, buf.data(), chunk, static_cast<off_t>(offset - chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error("read", path);
-    if (static_cast<std::size_t>(n) != chunk) return Error{"read: the log shrank while it was read", path, 0};
-    offset -= chunk;
-    bool first_chunk = tail.empty();
-    tail.insert(0, buf.data(), chunk);
-    if (first_chunk && tail.back() != '\n')
-      return Error{"session log ends in a line with no newline (a cut write); chock will not append after it",
-                   path, 0};
-    std::size_t newline = tail.size() >= 2 ? tail.rfind('\n', tail.size() - 2) : std::string::npos;
-    if (newline != std::string::npos)
-      return std::optional<std::string>(tail.substr(newline + 1, tail.size() - 2 - newline));
+  for (;;) {
+    if (offset > 0) {
+      std::size_t chunk = std::min(buf.size(), offset);
+      ssize_t n = ::pread(fd, buf.data(), chunk, static_cast<off_t>(offset - chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return sys_error("read", path);
+      if (static_cast<std::size_t>(n) != chunk)
+        return Error{"read: the log shrank while it was read", path, 0};
+      offset -= chunk;
+      tail.insert(0, buf.data(), chunk);
+    }
+    const bool torn = tail.back() != '\n';
+    const std::size_t end = torn ? tail.rfind('\n') : tail.size() - 1;  // the newline of the last whole line
+    if (end == std::string::npos) {
+      if (offset > 0) continue;
+      out.torn = tail;  // nothing but a cut first line
+      return out;
+    }
+    const std::size_t before = end == 0 ? std::string::npos : tail.rfind('\n', end - 1);
+    if (before == std::string::npos && offset > 0) continue;
+    const std::size_t start = before == std::string::npos ? 0 : before + 1;
+    out.last = tail.substr(start, end - start);
+    if (torn) out.torn = tail.substr(end + 1);
+    return out;
   }
-  return std::optional<std::string>(tail.substr(0, tail.size() - 1));
+}
+
+// A cut line that a later append closed: the line after it says so and
+// chains from its bytes.
+bool closed_cut_line(std::string_view line, std::string_view rest, std::size_t number) {
+  const std::string_view next = rest.substr(0, rest.find('\n'));
+  auto j = nlohmann::json::parse(next, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("torn_line") && j["torn_line"] == number &&
+         j.contains("prev") && j["prev"] == sha256_hex(line);
 }
 
 bool is_event_name(std::string_view event) {
@@ -198,7 +224,7 @@ std::optional<std::string> line_fault(std::string_view line, std::size_t number,
                                     " was edited, or a line after it was removed)");
   }
   const auto& line_session = j["session"].get_ref<const std::string&>();
-  if (number == 1) session = line_session;
+  if (number == 1 || session.empty()) session = line_session;  // (line 1 may be a cut one)
   if (line_session != session)
     return line_problem(number, "session \"" + line_session + "\" is not line 1's \"" + session +
                                     "\" (a line of another log was put in)");
@@ -255,7 +281,7 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
     return Error{"session log event " + std::string(event) + ": fields must be a JSON object, not " +
                      fields.type_name(),
                  path_, 0};
-  for (const char* reserved : {"ts", "event", "session", "prev"}) {
+  for (const char* reserved : {"ts", "event", "session", "prev", "torn_line"}) {
     if (fields.contains(reserved))
       return Error{
           "session log event " + std::string(event) + ": the field \"" + reserved + "\" is the log's own",
@@ -266,8 +292,9 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
   if (!lock.locked()) return sys_error("lock session log", path_);
   // Read the end of the file, not a remembered hash: other chock processes
   // may have appended to this session since this object last did.
-  auto last_line = read_last_line(file_.get(), path_);
-  if (!last_line) return std::move(last_line).error();
+  auto tail = read_tail(file_.get(), path_);
+  if (!tail) return std::move(tail).error();
+  const std::optional<std::string>& last_line = tail->last;
   std::string head_name = session_ + ".head";
   std::string head_path = head_path_for(path_);
   auto head_bytes = read_head(dir_.get(), head_name, head_path);
@@ -279,14 +306,26 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
     head = std::move(*parsed);
   }
 
-  std::string prev = last_line->has_value() ? sha256_hex(**last_line) : kNoPrevious;
+  std::string prev = last_line.has_value() ? sha256_hex(*last_line) : kNoPrevious;
   std::size_t lines = 0;
-  if (prev == head.last && last_line->has_value() == (head.lines > 0)) {
+  std::size_t torn_line = 0;
+  if (tail->torn) {
+    // A write before this one was cut. Its bytes stay, closed by a newline in
+    // the same write as this line, which chains from them and names them.
+    if (prev != head.last || last_line.has_value() != (head.lines > 0))
+      return Error{
+          "session log ends in a cut line after lines its head file does not know; chock will not "
+          "extend it",
+          path_, 0};
+    torn_line = head.lines + 1;
+    prev = sha256_hex(*tail->torn);
+    lines = head.lines + 1;
+  } else if (prev == head.last && last_line.has_value() == (head.lines > 0)) {
     lines = head.lines;
   } else {
     // One line past the head: a writer stopped between its line and its head
     // file. Anything else means lines were removed or edited.
-    auto last = nlohmann::json::parse(last_line->value_or(""), nullptr, false);
+    auto last = nlohmann::json::parse(last_line.value_or(""), nullptr, false);
     bool follows_head =
         !last.is_discarded() && last.is_object() && last.contains("prev") && last["prev"] == head.last;
     if (!follows_head)
@@ -298,12 +337,13 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
   }
 
   nlohmann::ordered_json line{{"ts", now_rfc3339()}, {"event", event}, {"session", session_}, {"prev", prev}};
+  if (torn_line != 0) line["torn_line"] = torn_line;
   if (fields.is_object()) {
     for (const auto& [key, value] : fields.items()) line[key] = value;
   }
   // Replace rather than throw on bytes that are not UTF-8 (a program's output).
   std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  if (auto w = write_all(file_.get(), text + "\n", path_); !w) return w;
+  if (auto w = write_all(file_.get(), (torn_line != 0 ? "\n" : "") + text + "\n", path_); !w) return w;
 
   std::string tmp_name = head_name + ".tmp";
   UniqueFd tmp(
@@ -328,7 +368,12 @@ Expected<Verification> verify(const std::string& log_path) {
   std::string head_path = head_path_for(log_path);
   auto head_bytes = read_head(AT_FDCWD, head_path, head_path);
   if (!head_bytes) return std::move(head_bytes).error();
+  return verify_chain(*content, *head_bytes, head_path);
+}
 
+Verification verify_chain(std::string_view content, const std::optional<std::string>& head_file,
+                          const std::string& head_path) {
+  const std::optional<std::string>* head_bytes = &head_file;
   Verification v;
   auto fail = [&](std::size_t bad_line, std::string problem) {
     v.ok = false;
@@ -336,7 +381,7 @@ Expected<Verification> verify(const std::string& log_path) {
     v.problem = std::move(problem);
     return v;
   };
-  std::string_view rest = *content;
+  std::string_view rest = content;
   v.lines = static_cast<std::size_t>(std::count(rest.begin(), rest.end(), '\n'));
   if (!rest.empty() && rest.back() != '\n') ++v.lines;  // a cut last line still counts
   std::string expected_prev = kNoPrevious;
@@ -346,11 +391,16 @@ Expected<Verification> verify(const std::string& log_path) {
     ++number;
     std::size_t newline = rest.find('\n');
     if (newline == std::string_view::npos)
-      return fail(number,
-                  line_problem(number, "has no newline at its end (a cut write, or the log was cut)"));
+      return fail(number, line_problem(number,
+                                       "has no newline at its end: a write that was cut (chock killed, or "
+                                       "the disk full) or the log was cut; the lines before it verify, and "
+                                       "the next append closes it and chains past it"));
     std::string_view line = rest.substr(0, newline);
     rest.remove_prefix(newline + 1);
-    if (auto fault = line_fault(line, number, expected_prev, session)) return fail(number, *fault);
+    if (auto fault = line_fault(line, number, expected_prev, session)) {
+      if (!closed_cut_line(line, rest, number)) return fail(number, *fault);
+      v.torn_lines.push_back(number);
+    }
     expected_prev = sha256_hex(line);
   }
 
@@ -383,6 +433,16 @@ Expected<Verification> verify(const std::string& log_path) {
     return fail(v.lines, line_problem(v.lines,
                                       "its SHA-256 is not the one the head file holds (the last line "
                                       "was edited or replaced)"));
+  if (!v.torn_lines.empty()) {
+    const std::string first = std::to_string(v.torn_lines.front());
+    return fail(
+        v.torn_lines.front(),
+        "line " + first +
+            " is torn: a write that was cut (chock killed, or the disk full), closed by "
+            "the line after it, which chains from its bytes; every other line verifies, to line " +
+            count +
+            (v.torn_lines.size() > 1 ? " (" + std::to_string(v.torn_lines.size()) + " torn lines)" : ""));
+  }
   v.ok = true;
   return v;
 }

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,12 +87,20 @@ struct Verification {
   // is lines + 1); 0 when ok, or when the head file is missing or garbled.
   std::size_t bad_line = 0;
   std::string problem;  // in words, e.g. "line 4: prev does not match the SHA-256 of line 3 (...)"
+  // Lines that a cut write left, each closed by the append after it, which
+  // chains from its bytes (so editing one still shows). Never ok.
+  std::vector<std::size_t> torn_lines;
 };
 
 // Walks the chain of the log at `log_path` and compares its end with the
 // head file beside it. An Error only when the log cannot be read; a broken
 // chain is a Verification with ok false.
 [[nodiscard]] Expected<Verification> verify(const std::string& log_path);
+
+// The walk itself, on bytes: a log's `content` and its head file's (nullopt
+// when there is none, named `head_path` in the problem).
+[[nodiscard]] Verification verify_chain(std::string_view content, const std::optional<std::string>& head_file,
+                                        const std::string& head_path);
 
 // The path of `session`'s log, whichever project folder it is in; an Error
 // naming the session when there is none (or two).

@@ -342,6 +342,9 @@ int middle_entry(void* arg) {
   Record r;
   r.kind = Record::keeper_pidfd;
   send_record(channel, r, keeper_pidfd);
+  // The middle may share the caller's descriptor table (CLONE_FILES): what
+  // it opened stays open there after it ends, unless it closes it.
+  close(keeper_pidfd);
   return 0;
 }
 

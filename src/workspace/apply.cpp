@@ -11,10 +11,13 @@
 //   squash  one commit holding all the session's changes
 // Commits Chock makes here are by the repository's user.name/user.email
 // when it has them, else by the fixed agent identity.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/escape.hpp"
+#include "util/fd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/session_git.hpp"
@@ -23,6 +26,20 @@
 namespace chock::workspace {
 
 namespace {
+
+// One apply at a time onto a repository, whoever runs it: held from the
+// last look at the branch to its fast-forward, so two applies never move the
+// branch and the working tree at once (the second then sees the branch moved
+// and refuses, its work parked). The file is in the repository, beside the
+// refs Chock keeps there, readable by all so any of its users can lock it.
+Expected<UniqueFd> lock_repository(const std::string& common_dir) {
+  const std::string path = common_dir + "/chock-apply.lock";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd) return sys_error("open the apply lock", path);
+  while (::flock(fd.get(), LOCK_EX) != 0)
+    if (errno != EINTR) return sys_error("lock the repository for apply", path);
+  return fd;
+}
 
 std::string short_id(const std::string& id) {
   return id.substr(0, 8);
@@ -318,6 +335,8 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
                        "the host); that needs a yes on a terminal that showed the diff",
                    "run 'chock apply " + id + "' on a terminal and read the diff before you answer");
 
+  auto repository = lock_repository(s.common_dir);
+  if (!repository) return std::move(repository).error();
   auto now = project_state(*project);
   if (!now) return std::move(now).error();
   if (now->branch != plan.branch || now->tip != plan.tip)

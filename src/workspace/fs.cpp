@@ -3,10 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -94,15 +97,30 @@ Expected<void> write_file(const std::string& path, const std::string& content, m
 }
 
 Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
-  std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
+  // A name of this writer's own: two processes writing one file at once
+  // (two calls installing the same preload) each rename a whole file.
+  std::uint64_t nonce = 0;
+  if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce))
+    nonce = static_cast<std::uint64_t>(::getpid());
+  char suffix[40];
+  std::snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(nonce));
+  const std::string tmp = path + suffix;
   {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
     if (!fd) return sys_error("create", tmp);
-    if (auto w = write_all(fd.get(), content, tmp); !w) return w;
-    if (::fsync(fd.get()) != 0) return sys_error("fsync", tmp);
+    auto written = write_all(fd.get(), content, tmp);
+    if (written && ::fsync(fd.get()) != 0) written = sys_error("fsync", tmp);
+    if (!written) {
+      ::unlink(tmp.c_str());
+      return written;
+    }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return sys_error("rename", path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto failed = sys_error("rename", path);
+    ::unlink(tmp.c_str());
+    return failed;
+  }
   return {};
 }
 

@@ -17,12 +17,9 @@
 
 #include "util/passwd.hpp"
 #include "workspace/fs.hpp"
+#include "workspace/session_record.hpp"
 
 namespace chock::workspace {
-
-const char* kind_name(Kind kind) {
-  return kind == Kind::git ? "git" : "overlay";
-}
 
 Expected<std::string> data_dir() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -44,100 +41,8 @@ SessionLock::~SessionLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-namespace {
-
-std::vector<std::string> path_components(const std::string& path) {
-  std::vector<std::string> parts;
-  std::size_t pos = 0;
-  for (;;) {
-    std::size_t next = path.find('/', pos);
-    parts.push_back(path.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
-  return parts;
-}
-
-}  // namespace
-
-Expected<void> validate_session_id(const std::string& id) {
-  bool ok = !id.empty() && id.size() <= 64;
-  for (std::size_t i = 0; ok && i < id.size(); ++i) {
-    char c = id[i];
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    ok = alnum || (i > 0 && (c == '-' || c == '_'));
-  }
-  if (!ok)
-    return Error{
-        "bad session id '" + id + "': use 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit",
-        "", 0, Errc::bad_config};
-  return {};
-}
-
-Expected<void> validate_deny_path(const std::string& path) {
-  auto bad = [&](const std::string& why) {
-    return Error{"--deny " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0, Errc::bad_config};
-  };
-  if (path.empty()) return bad("empty path");
-  if (path[0] == '/') return bad("absolute paths are refused; name a file relative to the project");
-  if (path.back() == '/') return bad("names a directory; name files");
-  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each file");
-  if (path.find('\0') != std::string::npos || path.find('\n') != std::string::npos)
-    return bad("control characters are refused");
-  for (const auto& part : path_components(path)) {
-    if (part.empty()) return bad("empty path component ('//')");
-    if (part == "..") return bad("'..' is refused; name a file inside the project");
-    if (part == ".") return bad("'.' components are refused; write the plain relative path");
-    if (part == ".git") return bad("paths inside .git are refused");
-  }
-  return {};
-}
-
-Expected<void> validate_carry_path(const std::string& path) {
-  auto bad = [&](const std::string& why) {
-    return Error{"--carry " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0,
-                 Errc::bad_config};
-  };
-  if (path.empty()) return bad("empty path");
-  if (path[0] == '/') return bad("absolute paths are refused; name a directory relative to the project");
-  if (path.back() == '/') return bad("write the directory without a trailing '/'");
-  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each directory");
-  for (char c : path)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control characters are refused");
-  for (const auto& part : path_components(path)) {
-    if (part.empty()) return bad("empty path component ('//')");
-    if (part == "..") return bad("'..' is refused; a carried path never leaves the project");
-    if (part == ".") return bad("'.' components are refused; write the plain relative path");
-    if (part == ".git") return bad("the repository is never carried");
-  }
-  return {};
-}
-
-namespace {
-
-nlohmann::json to_json(const Session& s) {
-  return nlohmann::json{
-      {"id", s.id},
-      {"kind", kind_name(s.kind)},
-      {"project", s.project},
-      {"owner", s.owner},
-      {"deny", s.deny},
-      {"carry", s.carry},
-      {"created", s.created},
-      {"last_run", s.last_run},
-      {"common_dir", s.common_dir},
-      {"base", s.base},
-      {"applied", s.applied},
-      {"lower", s.lower},
-      {"adopted_run", s.adopted_run},
-      {"always", s.always},
-  };
-}
-
-}  // namespace
-
 Expected<void> save(const Session& session) {
-  return fs::write_file_atomic(session.dir + "/session.json", to_json(session).dump(2) + "\n", 0600);
+  return fs::write_file_atomic(session.dir + "/session.json", session_record(session).dump(2) + "\n", 0600);
 }
 
 Expected<Session> load(const std::string& id) {
@@ -145,40 +50,26 @@ Expected<Session> load(const std::string& id) {
   auto root = store::workspaces_dir();
   if (!root) return std::move(root).error();
   std::string dir = *root + "/" + id;
+  // What to do about a session whose record is gone or damaged: nothing of
+  // it is touched, so nothing in it is lost.
+  auto damaged = [&](const std::string& what) {
+    return Error{"session " + id + ": " + dir + "/session.json " + what +
+                     "; Chock will neither run in this session nor remove it, so nothing in it is lost: its "
+                     "files and commits are in " +
+                     dir + " (copy out what you need, then delete that directory)",
+                 "", 0};
+  };
   auto text = fs::read_file_nofollow(dir + "/session.json", 1 << 20);
   if (!text) {
+    if (text.error().code == ENOENT && fs::is_dir(dir)) return damaged("is missing");
     if (text.error().code == ENOENT)
       return Error{"no session '" + id + "' (chock workspace list shows the sessions)", "", 0,
                    Errc::no_such_session};
     return std::move(text).error();
   }
-  try {
-    auto j = nlohmann::json::parse(*text);
-    Session s;
-    s.id = j.at("id").get<std::string>();
-    if (s.id != id) return Error{"session.json names another session", dir, 0};
-    s.kind = j.at("kind").get<std::string>() == "git" ? Kind::git : Kind::overlay;
-    s.project = j.at("project").get<std::string>();
-    s.dir = dir;
-    s.owner = j.at("owner").get<uid_t>();
-    s.deny = j.at("deny").get<std::vector<std::string>>();
-    // Sessions made before .carry carry nothing.
-    if (j.contains("carry")) s.carry = j.at("carry").get<std::vector<std::string>>();
-    for (const auto& c : s.carry)
-      if (auto v = validate_carry_path(c); !v) return Error{"session.json: " + v.error().message(), dir, 0};
-    s.created = j.at("created").get<std::int64_t>();
-    s.last_run = j.at("last_run").get<std::int64_t>();
-    s.common_dir = j.at("common_dir").get<std::string>();
-    s.base = j.at("base").get<std::string>();
-    s.applied = j.at("applied").get<std::string>();
-    s.lower = j.at("lower").get<std::string>();
-    s.adopted_run = j.at("adopted_run").get<std::int64_t>();
-    // Sessions made before the policy table have no answers kept.
-    if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    return Error{std::string("read session.json: ") + e.what(), dir, 0};
-  }
+  auto parsed = parse_session_record(*text, id, dir);
+  if (!parsed) return damaged(parsed.error().message());
+  return parsed;
 }
 
 namespace {
@@ -294,7 +185,8 @@ Expected<std::vector<std::string>> session_ids() {
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == ".." || !validate_session_id(name)) continue;
-    if (fs::exists(*root + "/" + name + "/session.json")) ids.push_back(name);
+    // A directory without its session.json is listed too (as damaged): it may hold work.
+    if (fs::is_dir(*root + "/" + name)) ids.push_back(name);
   }
   ::closedir(d);
   std::sort(ids.begin(), ids.end());

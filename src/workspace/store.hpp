@@ -11,7 +11,7 @@ namespace chock::workspace::store {
 Expected<std::string> workspaces_dir();
 // Makes a fresh, empty session directory with a new random id.
 Expected<Session> make_session_dir(Kind kind, const std::string& project);
-// Sessions whose session.json exists, by id.
+// Every session directory, by id (one whose session.json is gone or damaged too).
 Expected<std::vector<std::string>> session_ids();
 std::int64_t now();
 

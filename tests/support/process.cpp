@@ -22,6 +22,16 @@ extern char** environ;
 namespace chock::test {
 namespace {
 
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> merged_environment(const RunOptions& options) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -36,16 +46,6 @@ std::vector<std::string> merged_environment(const RunOptions& options) {
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
 }
-
-std::vector<char*> c_strings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  out.reserve(v.size() + 1);
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-}  // namespace
 
 Output run_process(const std::vector<std::string>& argv_in, const RunOptions& options) {
   int in[2], out[2], err[2];

@@ -28,6 +28,8 @@ struct RunOptions {
 };
 
 Output run_process(const std::vector<std::string>& argv, const RunOptions& options = {});
+// This process's environment with `options`' changes: what run_process passes.
+std::vector<std::string> merged_environment(const RunOptions& options);
 
 // Where the built binaries are: $CHOCK_STAGE, else the build's stage directory.
 std::string stage_dir();

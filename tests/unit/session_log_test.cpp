@@ -229,7 +229,11 @@ TEST_F(SessionLogTest, AMissingHeadFileIsAProblem) {
   EXPECT_NE(v.problem.find("head file " + head_of(path) + " is missing"), std::string::npos) << v.problem;
 }
 
-TEST_F(SessionLogTest, ACutLastLineIsNamedAndNotAppendedTo) {
+// A write cut short (chock killed, the disk full) leaves a line without its
+// newline: verify names it, the next append closes it and chains from its
+// bytes, and the log then says it has a torn line, forever, while an edit of
+// that line still shows.
+TEST_F(SessionLogTest, ACutLineIsNamedAndTheNextAppendChainsPastIt) {
   std::string path = five_events();
   {
     std::ofstream out(path, std::ios::binary | std::ios::app);
@@ -242,8 +246,26 @@ TEST_F(SessionLogTest, ACutLastLineIsNamedAndNotAppendedTo) {
   auto log = SessionLog::open(project_, "s1");
   ASSERT_TRUE(log);
   auto appended = log->append(event::kSessionEnd, {});
-  ASSERT_FALSE(appended);
-  EXPECT_NE(appended.error().message().find("no newline"), std::string::npos) << appended.error().message();
+  ASSERT_TRUE(appended) << appended.error().message();
+  ASSERT_TRUE(log->append(event::kToolCall, {{"argv", {"true"}}}));
+  v = verified(path);
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.lines, 8u);
+  EXPECT_EQ(v.bad_line, 6u);
+  EXPECT_EQ(v.torn_lines, std::vector<std::size_t>{6});
+  EXPECT_NE(v.problem.find("line 6 is torn"), std::string::npos) << v.problem;
+  EXPECT_NE(v.problem.find("every other line verifies, to line 8"), std::string::npos) << v.problem;
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[5], "{\"ts\":\"2025-");
+  EXPECT_NE(lines[6].find("\"torn_line\":6"), std::string::npos) << lines[6];
+  // The torn bytes are in the chain: changing them shows at the line after.
+  lines[5] = "{\"ts\":\"2026-";
+  write_lines(path, lines);
+  v = verified(path);
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.bad_line, 6u);
+  EXPECT_EQ(v.problem, "line 6: not JSON") << v.problem;
 }
 
 TEST_F(SessionLogTest, AWriterThatStoppedBeforeItsHeadIsContinued) {

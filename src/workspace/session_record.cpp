@@ -1,0 +1,136 @@
+// A session's record (session.json) and the names it holds, checked
+// without touching the disk: what the session store writes and reads, and
+// what scripts/fuzz-session feeds arbitrary bytes.
+#include "workspace/session_record.hpp"
+
+namespace chock::workspace {
+
+const char* kind_name(Kind kind) {
+  return kind == Kind::git ? "git" : "overlay";
+}
+
+namespace {
+
+std::vector<std::string> path_components(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  for (;;) {
+    std::size_t next = path.find('/', pos);
+    parts.push_back(path.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+Expected<void> validate_session_id(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 64;
+  for (std::size_t i = 0; ok && i < id.size(); ++i) {
+    char c = id[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    ok = alnum || (i > 0 && (c == '-' || c == '_'));
+  }
+  if (!ok)
+    return Error{
+        "bad session id '" + id + "': use 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter or digit",
+        "", 0, Errc::bad_config};
+  return {};
+}
+
+Expected<void> validate_deny_path(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return Error{"--deny " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0, Errc::bad_config};
+  };
+  if (path.empty()) return bad("empty path");
+  if (path[0] == '/') return bad("absolute paths are refused; name a file relative to the project");
+  if (path.back() == '/') return bad("names a directory; name files");
+  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each file");
+  if (path.find('\0') != std::string::npos || path.find('\n') != std::string::npos)
+    return bad("control characters are refused");
+  for (const auto& part : path_components(path)) {
+    if (part.empty()) return bad("empty path component ('//')");
+    if (part == "..") return bad("'..' is refused; name a file inside the project");
+    if (part == ".") return bad("'.' components are refused; write the plain relative path");
+    if (part == ".git") return bad("paths inside .git are refused");
+  }
+  return {};
+}
+
+Expected<void> validate_carry_path(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return Error{"--carry " + (path.empty() ? std::string("''") : path) + ": " + why, "", 0,
+                 Errc::bad_config};
+  };
+  if (path.empty()) return bad("empty path");
+  if (path[0] == '/') return bad("absolute paths are refused; name a directory relative to the project");
+  if (path.back() == '/') return bad("write the directory without a trailing '/'");
+  if (path.find_first_of("*?[") != std::string::npos) return bad("globs are refused; name each directory");
+  for (char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("control characters are refused");
+  for (const auto& part : path_components(path)) {
+    if (part.empty()) return bad("empty path component ('//')");
+    if (part == "..") return bad("'..' is refused; a carried path never leaves the project");
+    if (part == ".") return bad("'.' components are refused; write the plain relative path");
+    if (part == ".git") return bad("the repository is never carried");
+  }
+  return {};
+}
+
+nlohmann::json session_record(const Session& s) {
+  return nlohmann::json{
+      {"id", s.id},
+      {"kind", kind_name(s.kind)},
+      {"project", s.project},
+      {"owner", s.owner},
+      {"deny", s.deny},
+      {"carry", s.carry},
+      {"created", s.created},
+      {"last_run", s.last_run},
+      {"common_dir", s.common_dir},
+      {"base", s.base},
+      {"applied", s.applied},
+      {"lower", s.lower},
+      {"adopted_run", s.adopted_run},
+      {"always", s.always},
+  };
+}
+
+Expected<Session> parse_session_record(std::string_view text, const std::string& id, const std::string& dir) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    Session s;
+    s.id = j.at("id").get<std::string>();
+    if (s.id != id) return Error{"names another session", "", 0};
+    const auto kind = j.at("kind").get<std::string>();
+    if (kind != "git" && kind != "overlay")
+      return Error{"is damaged (a kind that is neither git nor overlay)", "", 0};
+    s.kind = kind == "git" ? Kind::git : Kind::overlay;
+    s.project = j.at("project").get<std::string>();
+    if (!s.project.starts_with('/'))
+      return Error{"is damaged (a project that is not an absolute path)", "", 0};
+    s.dir = dir;
+    s.owner = j.at("owner").get<uid_t>();
+    s.deny = j.at("deny").get<std::vector<std::string>>();
+    // Sessions made before .carry carry nothing.
+    if (j.contains("carry")) s.carry = j.at("carry").get<std::vector<std::string>>();
+    for (const auto& c : s.carry)
+      if (auto v = validate_carry_path(c); !v)
+        return Error{"is damaged (" + v.error().message() + ")", "", 0};
+    s.created = j.at("created").get<std::int64_t>();
+    s.last_run = j.at("last_run").get<std::int64_t>();
+    s.common_dir = j.at("common_dir").get<std::string>();
+    s.base = j.at("base").get<std::string>();
+    s.applied = j.at("applied").get<std::string>();
+    s.lower = j.at("lower").get<std::string>();
+    s.adopted_run = j.at("adopted_run").get<std::int64_t>();
+    // Sessions made before the policy table have no answers kept.
+    if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    return Error{std::string("is damaged (") + e.what() + ")", "", 0};
+  }
+}
+
+}  // namespace chock::workspace

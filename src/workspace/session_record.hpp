@@ -1,0 +1,21 @@
+// A session's record, session.json: written from a Session, read back into
+// one without trusting a byte (a call cannot write it, but a person, a full
+// disk or a killed chock can leave it damaged).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "chock/workspace.hpp"
+
+namespace chock::workspace {
+
+nlohmann::json session_record(const Session& s);
+
+// The session `id` kept in `dir`, from the bytes of its session.json; an
+// Error that says what is wrong ("is damaged (...)", "names another session").
+Expected<Session> parse_session_record(std::string_view text, const std::string& id, const std::string& dir);
+
+}  // namespace chock::workspace

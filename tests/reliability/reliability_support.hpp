@@ -1,0 +1,56 @@
+// What the reliability suite counts before and after a load, and how it
+// starts and kills `chock` at a moment of its choosing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+namespace chock::test::reliability {
+
+// The short profile runs in CI; CHOCK_RELIABILITY_PROFILE=long runs the
+// counts the README reports. `short_count` and `long_count` of one figure.
+std::size_t profile_count(std::size_t short_count, std::size_t long_count);
+bool long_profile();
+
+// What a run of Chock could leave behind, as far as this process can see.
+struct Footprint {
+  std::size_t own_fds = 0;         // this process's open descriptors
+  std::size_t children = 0;        // processes whose parent is this process
+  std::size_t zombies = 0;         // of those, the ones not yet reaped
+  std::size_t mounts_below = 0;    // host mounts below any of the watched paths
+  std::size_t tmp_entries = 0;     // entries in the runs' TMPDIR
+  std::size_t shm_entries = 0;     // entries in /dev/shm owned by this uid
+  std::size_t data_entries = 0;    // files and directories in the data directory, outside `except`
+  std::size_t cgroup_entries = 0;  // directories in this process's own cgroup v2 directory
+};
+
+struct Watched {
+  std::vector<std::string> mount_roots;  // a mount below one of these is Chock's
+  std::string tmp_dir;                   // the runs' TMPDIR
+  std::string data_dir;                  // the runs' XDG_DATA_HOME
+  std::string except;                    // a directory of the data directory not counted (the session's own)
+};
+
+Footprint footprint(const Watched& watched);
+std::string describe(const Footprint& f);
+
+// `chock ARGS...` started now; `kill_after` from now it is sent SIGKILL
+// (when it is still running) and reaped. Returns whether it was killed.
+struct Killed {
+  bool killed = false;
+  int status = -1;  // exit code, 128+N for signal N
+};
+Killed run_and_kill(const std::vector<std::string>& args, const RunOptions& options,
+                    std::chrono::microseconds kill_after);
+
+// Every process on the machine whose command line contains `needle`.
+std::vector<pid_t> processes_with(const std::string& needle);
+
+}  // namespace chock::test::reliability
