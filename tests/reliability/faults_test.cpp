@@ -93,7 +93,7 @@ class Faults : public ::testing::Test {
 };
 
 TEST_F(Faults, KilledAtMomentsSpreadOverItsWorkLosesNoCommitAndLeavesNothingBehind) {
-  const std::size_t points = profile_count(60, 360);
+  const std::size_t points = profile_count(60, 420);
   std::mt19937 random(static_cast<unsigned>(::getpid()));
   // How long each phase takes unkilled, measured on this machine first.
   std::map<Phase, std::chrono::microseconds> takes;

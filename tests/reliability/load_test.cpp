@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -79,6 +80,8 @@ TEST_F(Load, SequentialCallsInOneSessionLeaveNothingBehind) {
   EXPECT_EQ(last.out, first.out) << "the descriptors a call is given grew";
   const Footprint after = footprint(watched(session_dir));
   EXPECT_EQ(describe(after), describe(before));
+  std::printf("reliability: %zu calls in one session; before: %s; after: %s\n", calls + 2,
+              describe(before).c_str(), describe(after).c_str());
   auto lines = ws::log_lines(f, id);
   EXPECT_EQ(count_of(lines, "tool.call"), calls + 2);
   EXPECT_EQ(count_of(lines, "tool.result"), calls + 2);
@@ -93,7 +96,10 @@ TEST_F(Load, SequentialSandboxCallsLeaveNothingBehind) {
     Output o = chock({"sandbox", "--", "true"});
     ASSERT_EQ(o.status, 0) << "call " << i << ": " << describe(o);
   }
-  EXPECT_EQ(describe(footprint(watched())), describe(before));
+  const Footprint after = footprint(watched());
+  EXPECT_EQ(describe(after), describe(before));
+  std::printf("reliability: %zu sandbox calls; before: %s; after: %s\n", calls, describe(before).c_str(),
+              describe(after).c_str());
 }
 
 // The session lock serialises the calls of a session: none of the 16 sees
@@ -221,6 +227,10 @@ TEST(Library, RunsFromFourThreadsGrowNoDescriptorsOrMemory) {
   // Some growth is the allocator's arenas of the four threads; a leak of a
   // call's plan (kilobytes) times the calls would pass this.
   EXPECT_LT(rss_kib(), rss + 16 * 1024) << "VmRSS " << rss << " KiB before, " << rss_kib() << " after";
+  std::printf(
+      "reliability: %zu library calls from 4 threads; descriptors %zu before, %zu after; VmRSS %zu KiB "
+      "before, %zu after\n",
+      4 * per_thread, fds, open_fds(), rss, rss_kib());
 }
 
 // A program that ignores SIGCHLD has its children reaped by the kernel at
