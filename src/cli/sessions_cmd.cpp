@@ -25,7 +25,10 @@ int verify(const std::string& session) {
     std::fprintf(stderr, "chock: %s: %s\n", path->c_str(), checked->problem.c_str());
     return 1;
   }
-  std::printf("%s: %zu lines, the chain is whole\n", path->c_str(), checked->lines);
+  std::printf("%s: %zu lines, the chain is whole%s\n", path->c_str(), checked->lines,
+              checked->head_behind ? " (its head file is one line behind: a write of it did not finish, the "
+                                     "disk full or chock stopped; the next line brings it up to date)"
+                                   : "");
   return 0;
 }
 

@@ -90,6 +90,10 @@ struct Verification {
   // Lines that a cut write left, each closed by the append after it, which
   // chains from its bytes (so editing one still shows). Never ok.
   std::vector<std::size_t> torn_lines;
+  // The head file counts one line fewer than the log, whose last line chains
+  // from it: a writer that stopped between its line and its head file (the
+  // disk full, chock killed). The chain is whole; the next append catches up.
+  bool head_behind = false;
 };
 
 // Walks the chain of the log at `log_path` and compares its end with the
