@@ -17,14 +17,6 @@ using ws::describe;
 using ws::Fixture;
 using ws::session_id;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::size_t lines_in(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 std::string new_session(const Fixture& f) {
   Output o = f.run({"--keep"}, "echo work > work.txt");
   EXPECT_EQ(o.status, 0) << describe(o);

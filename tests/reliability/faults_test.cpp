@@ -24,10 +24,6 @@ using ws::describe;
 using ws::Fixture;
 using ws::session_id;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 enum class Phase { new_session, call, apply, remove };
 constexpr const char* kPhaseNames[] = {"new session", "call in a session", "apply", "workspace remove"};
 
@@ -38,12 +34,7 @@ class Faults : public ::testing::Test {
     marker_ = "reliability-" + std::to_string(::getpid());
   }
   RunOptions options() const {
-    RunOptions o;
-    o.cwd = f.project();
-    o.env = {{"XDG_DATA_HOME", f.data()},
-             {"XDG_STATE_HOME", f.state()},
-             {"XDG_CONFIG_HOME", f.config()},
-             {"XDG_CACHE_HOME", f.cache()}};
+    RunOptions o = f.options();
     o.timeout = std::chrono::seconds(120);
     return o;
   }

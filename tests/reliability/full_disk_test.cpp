@@ -22,14 +22,6 @@ namespace {
 using ws::describe;
 using ws::session_id;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::size_t lines_in(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 class FullDisk : public ::testing::Test {
  protected:
   void SetUp() override {

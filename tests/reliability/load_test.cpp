@@ -27,10 +27,6 @@ using ws::describe;
 using ws::Fixture;
 using ws::session_id;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 std::size_t count_of(const std::vector<std::string>& lines, const std::string& event) {
   return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
     return has(l, "\"event\":\"" + event + "\"");
@@ -45,13 +41,8 @@ class Load : public ::testing::Test {
     ASSERT_EQ(::mkdir(tmp_.c_str(), 0700), 0);
   }
   RunOptions options() const {
-    RunOptions o;
-    o.cwd = f.project();
-    o.env = {{"XDG_DATA_HOME", f.data()},
-             {"XDG_STATE_HOME", f.state()},
-             {"XDG_CONFIG_HOME", f.config()},
-             {"XDG_CACHE_HOME", f.cache()},
-             {"TMPDIR", tmp_}};
+    RunOptions o = f.options();
+    o.env["TMPDIR"] = tmp_;
     o.timeout = std::chrono::seconds(120);
     return o;
   }

@@ -14,6 +14,16 @@
 
 namespace chock::test::reliability {
 
+inline bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+inline std::size_t lines_in(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text) n += c == '\n' ? 1 : 0;
+  return n;
+}
+
 // The short profile runs in CI; CHOCK_RELIABILITY_PROFILE=long runs the
 // counts the README reports. `short_count` and `long_count` of one figure.
 std::size_t profile_count(std::size_t short_count, std::size_t long_count);

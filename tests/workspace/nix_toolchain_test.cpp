@@ -132,14 +132,9 @@ class NixToolchain : public ::testing::Test {
   }
 
   Output chock(const std::vector<std::string>& args) const {
-    RunOptions o;
-    o.cwd = f.project();
-    o.env = {{"XDG_DATA_HOME", f.data()},
-             {"XDG_STATE_HOME", f.state()},
-             {"XDG_CONFIG_HOME", f.config()},
-             {"XDG_CACHE_HOME", f.cache()},
-             {"PATH", path_},
-             {"NIX_CONFIG", "substituters =\n"}};
+    RunOptions o = f.options();
+    o.env["PATH"] = path_;
+    o.env["NIX_CONFIG"] = "substituters =\n";
     o.timeout = std::chrono::seconds(240);
     return test::chock(args, o);
   }

@@ -102,13 +102,18 @@ void Fixture::commit_all(const std::string& message) {
   git_ok(project_, {"commit", "-q", "-m", message});
 }
 
-Output Fixture::chock(const std::vector<std::string>& args, const std::string& stdin_data) const {
+RunOptions Fixture::options() const {
   RunOptions o;
   o.cwd = project_;
   o.env = {{"XDG_DATA_HOME", data_},
            {"XDG_STATE_HOME", state_},
            {"XDG_CONFIG_HOME", config_},
            {"XDG_CACHE_HOME", cache_}};
+  return o;
+}
+
+Output Fixture::chock(const std::vector<std::string>& args, const std::string& stdin_data) const {
+  RunOptions o = options();
   o.stdin_data = stdin_data;
   return test::chock(args, o);
 }
@@ -121,12 +126,7 @@ Output Fixture::on_terminal(const std::vector<std::string>& args, const std::str
   };
   std::string command = quote(chock_binary());
   for (const auto& a : args) command += " " + quote(a);
-  RunOptions o;
-  o.cwd = project_;
-  o.env = {{"XDG_DATA_HOME", data_},
-           {"XDG_STATE_HOME", state_},
-           {"XDG_CONFIG_HOME", config_},
-           {"XDG_CACHE_HOME", cache_}};
+  RunOptions o = options();
   o.stdin_data = typed;
   o.timeout = std::chrono::seconds(60);
   // -e: script exits with the command's status; -q: no banner. Its log goes nowhere.

@@ -34,6 +34,8 @@ class Fixture {
   // Plain files a.txt, b.txt and d/c.txt, no git.
   void init_plain();
   void commit_all(const std::string& message);
+  // How this fixture runs chock: from the project, with its own XDG directories.
+  [[nodiscard]] RunOptions options() const;
   // `chock ARGS...` from the project, with this fixture's data directory.
   Output chock(const std::vector<std::string>& args, const std::string& stdin_data = {}) const;
   // `chock ARGS...` on a terminal of its own (script(1) makes a pty), `typed` fed to it.
