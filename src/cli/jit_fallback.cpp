@@ -1,5 +1,6 @@
 #include "cli/jit_fallback.hpp"
 
+#include <cerrno>
 #include <string_view>
 
 #include "chock/workspace.hpp"
@@ -22,7 +23,12 @@ Expected<void> add_pcre2_without_jit(Config& config) {
   auto there = workspace::fs::read_file_nofollow(path, bytes.size() + 1);
   if (!there || *there != bytes) {
     if (auto r = workspace::fs::make_dirs(dir, 0755); !r) return r;
-    if (auto r = workspace::fs::write_file_atomic(path, std::string(bytes), 0444); !r) return r;
+    // Never replaced while another call may have it bound (a mount of a file
+    // renamed over is gone): where it is missing it is added, and a second
+    // writer finds the first's; only a damaged one is replaced.
+    auto r = !there ? workspace::fs::write_file_new(path, std::string(bytes), 0444)
+                    : workspace::fs::write_file_atomic(path, std::string(bytes), 0444);
+    if (!r && r.error().code != EEXIST) return r;
   }
   config.binds.push_back(Bind{path, kPcre2NoJitInside, Access::read_only});
   config.env->push_back(std::string("LD_PRELOAD=") + kPcre2NoJitInside);

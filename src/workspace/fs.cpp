@@ -96,7 +96,12 @@ Expected<void> write_file(const std::string& path, const std::string& content, m
   return write_all(fd.get(), content, path);
 }
 
-Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
+namespace {
+
+// Writes a temporary file of this writer's own beside `path` and renames it
+// there (`replace`: over what is there; else only where nothing is, EEXIST).
+Expected<void> write_and_rename(const std::string& path, const std::string& content, mode_t mode,
+                                bool replace) {
   // A name of this writer's own: two processes writing one file at once
   // (two calls installing the same preload) each rename a whole file.
   std::uint64_t nonce = 0;
@@ -116,12 +121,24 @@ Expected<void> write_file_atomic(const std::string& path, const std::string& con
       return written;
     }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  const int rc = replace ? ::rename(tmp.c_str(), path.c_str())
+                         : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+  if (rc != 0) {
     auto failed = sys_error("rename", path);
     ::unlink(tmp.c_str());
     return failed;
   }
   return {};
+}
+
+}  // namespace
+
+Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
+  return write_and_rename(path, content, mode, true);
+}
+
+Expected<void> write_file_new(const std::string& path, const std::string& content, mode_t mode) {
+  return write_and_rename(path, content, mode, false);
 }
 
 Expected<void> make_dirs(const std::string& path, mode_t mode) {

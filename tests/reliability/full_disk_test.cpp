@@ -74,6 +74,11 @@ class FullDisk : public ::testing::Test {
       if (w <= 0) break;
       left -= static_cast<std::uint64_t>(w);
     }
+    // Full means full: what statvfs did not count, a byte at a time at the end.
+    if (leave == 0)
+      for (std::size_t n = block.size(); n > 0; n /= 2)
+        while (::write(fd, block.data(), n) > 0) {
+        }
     ::close(fd);
   }
   void make_room() const { ::unlink((root_ + "/filler").c_str()); }

@@ -71,6 +71,25 @@ TEST(WriteFileAtomic, WritersAtOnceEachRenameAWholeFile) {
   EXPECT_EQ(entries, 1) << "temporary files were left";
 }
 
+// A file that running calls may have bound (the git-grep preload) is added
+// where missing and never renamed over: a detached mount of a file that was
+// renamed over cannot be attached (move_mount: ENOENT), which made a call
+// that was starting fail ("sandbox setup failed at mount_tree: ENOENT").
+TEST(WriteFileNew, ASecondWriterFindsTheFirstsFileAndLeavesIt) {
+  test::TempDir dir{"chock-fs-new"};
+  const std::string path = dir.path() + "/preload.so";
+  ASSERT_TRUE(write_file_new(path, "first"));
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  auto second = write_file_new(path, "second");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, EEXIST);
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the file was replaced";
+  EXPECT_EQ(test::read_file(path), "first");
+}
+
 TEST(UnlinkBeneath, ASymlinkedParentIsRefusedAndNothingOutsideGoes) {
   Trees t;
   ASSERT_EQ(::symlink(t.outside.c_str(), (t.to + "/docs").c_str()), 0);
