@@ -273,7 +273,9 @@ class Server {
     Json request = args;
     for (const auto& [tool, op] : kOps)
       if (name == tool) request["op"] = op;
-    auto r = run_call({"/run/chock/bin/chock", "file-tool"}, {"--bind-chock", "--timeout", "120"},
+    // Chock's own programs run on the host's toolchain, whatever the project's is.
+    auto r = run_call({"/run/chock/bin/chock", "file-tool"},
+                      {"--bind-chock", "--host-toolchain", "--timeout", "120"},
                       request.dump(-1, ' ', false, Json::error_handler_t::replace), kFileAnswerCap);
     if (!r) return tool_error(r.error().message());
     Json answer = Json::parse(r->out.head, nullptr, false);
@@ -370,7 +372,8 @@ class Server {
           "git log --format='%h %s' \"$1\"..HEAD && echo '--' && "
           "git -c core.quotepath=off diff --name-only \"$1\" && "
           "git -c core.quotepath=off ls-files --others --exclude-standard";
-      auto r = run_call({"sh", "-c", kStatusScript, "sh", s->base}, {"--timeout", "120"}, "", kFileAnswerCap);
+      auto r = run_call({"sh", "-c", kStatusScript, "sh", s->base}, {"--host-toolchain", "--timeout", "120"},
+                        "", kFileAnswerCap);
       if (!r) return tool_error(r.error().message());
       if (r->exit_status != 0)
         return tool_error("git in the session failed:\n" + r->program_err.head + joined(chock_lines(r->err)));

@@ -238,6 +238,16 @@ TEST_F(NixToolchain, AFlakesDevShellIsTheToolchainToo) {
   EXPECT_TRUE(line.starts_with("/nix/store/") && line.ends_with("/tools/bin")) << r.out;
   std::getline(lines, line);
   EXPECT_EQ(line, "usr 1");
+  // The lock file is part of what defines the shell: a new one is evaluated again.
+  const int runs = nix_runs();
+  EXPECT_EQ(run("true").status, 0);
+  EXPECT_EQ(nix_runs(), runs) << "an unchanged flake was evaluated again";
+  write_file(f.file("flake.lock"),
+             "{\n  \"nodes\": { \"root\": {} },\n  \"root\": \"root\",\n  \"version\": 7\n}\n");
+  auto relocked = run("echo \"$GREETING\"");
+  EXPECT_EQ(relocked.status, 0) << describe(relocked);
+  EXPECT_EQ(relocked.out, "from flake.nix\n");
+  EXPECT_GT(nix_runs(), runs) << "a changed flake.lock was not evaluated again";
 }
 
 TEST_F(NixToolchain, WritesUnderTheStoreFailReadOnly) {
