@@ -17,6 +17,7 @@
 #include "cli/tasks.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
+#include "util/syscalls.hpp"
 #include "workspace/fs.hpp"
 
 namespace chock::cli {
@@ -140,9 +141,17 @@ int cancel(const std::string& id) {
                  t->state.value("state", "").c_str());
     return 1;
   }
-  // Held lock, so the pid is still the runner's: it ends the call's whole tree.
+  // Pinned: the runner's pidfd is opened first, then its lock must still be
+  // held, so the pidfd is the runner's and not a process that took its
+  // number after it ended. Its SIGTERM ends the call's whole tree.
   const pid_t pid = t->state.value("pid", 0);
-  if (pid <= 0 || ::kill(pid, SIGTERM) != 0) return fail(sys_error("signal the task's runner", id));
+  UniqueFd runner(pid > 0 ? sys::pidfd_open(pid, 0) : -1);
+  if (!runner || !running(*t)) {
+    std::fprintf(stderr, "chock: tasks: %s is not running (it has just ended)\n", id.c_str());
+    return 1;
+  }
+  if (sys::pidfd_send_signal(runner.get(), SIGTERM) != 0)
+    return fail(sys_error("signal the task's runner", id));
   for (int i = 0; i < 500 && running(*t); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::printf("chock: task %s cancelled\n", id.c_str());
   return 0;
