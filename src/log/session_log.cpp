@@ -133,8 +133,6 @@ Expected<std::optional<std::string>> read_head(int dir_fd, const std::string& na
   return std::optional<std::string>(std::move(*text));
 }
 
-// The log's last line without its newline; nullopt when the log is empty.
-// An Error when the log does not end in a newline: a cut write.
 // The end of a log: its last complete line, and the bytes after it when the
 // file does not end in a newline (a write that was cut: chock killed, or the
 // disk full). Read backwards, a block at a time.

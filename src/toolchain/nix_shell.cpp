@@ -1,5 +1,6 @@
 #include "toolchain/nix_shell.hpp"
 
+#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -235,6 +236,20 @@ Expected<std::string> answers_dir(const std::string& project_root) {
   return *data + "/toolchains/" + log::project_key(project_root);
 }
 
+// The answers and profiles of the shell's earlier forms: their store paths
+// are then Nix's to collect (a profile is a garbage-collector root).
+void forget_others(const std::string& dir, const std::string& keep) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> old;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != ".." && !name.starts_with(keep)) old.push_back(name);
+  }
+  ::closedir(d);
+  for (const auto& name : old) ::unlink(std::string(dir).append("/").append(name).c_str());
+}
+
 }  // namespace
 
 std::optional<DevShellFile> find_dev_shell(const std::string& project_root) {
@@ -274,6 +289,7 @@ Expected<std::optional<DevShell>> dev_shell(const std::string& project_root) {
     shell = std::move(*made);
     if (auto kept = fs::write_file_atomic(base + ".json", to_json(*shell, key).dump() + "\n", 0600); !kept)
       return std::move(kept).error();
+    forget_others(*dir, key.substr(0, 16));
   }
   shell->cache_file = base + ".json";
   shell->shell_program = closure_program(*shell, "sh");

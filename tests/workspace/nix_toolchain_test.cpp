@@ -279,6 +279,9 @@ TEST_F(NixToolchain, ASecondCallAsksNixNothingAndAChangedShellIsEvaluatedAgain) 
   auto third = run("hello");
   ASSERT_EQ(third.status, 0) << describe(third);
   EXPECT_GT(nix_runs(), after_first) << "a changed shell.nix was not evaluated again";
+  // Only the shell's present form is kept (its profile roots the closure for Nix's collector).
+  auto kept = run_process({"sh", "-c", "ls " + f.data() + "/chock/toolchains/* | cut -c1-16 | sort -u"});
+  EXPECT_EQ(std::count(kept.out.begin(), kept.out.end(), '\n'), 1) << kept.out;
   EXPECT_TRUE(has(third.err, "chock: toolchain:")) << describe(third);
   // `chock cache clear` forgets the answer too.
   auto cleared = chock({"cache", "clear"});
