@@ -6,16 +6,13 @@
 #include "toolchain/nix_shell.hpp"
 #include "util/subprocess.hpp"
 
-extern char** environ;
-
 namespace chock::doctor {
 
 namespace {
 
 std::string nix_version(const std::string& nix) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  auto r = run_program(ProgramRun{{nix, "--version"}, env, {}, {}, std::chrono::seconds(30)});
+  auto r =
+      run_program(ProgramRun{{nix, "--version"}, current_environment(), {}, {}, std::chrono::seconds(30)});
   if (!r || r->status != 0) return nix;
   std::string v = r->out.substr(0, r->out.find('\n'));
   return v + " (" + nix + ")";

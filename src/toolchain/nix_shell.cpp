@@ -22,8 +22,6 @@
 #include "util/subprocess.hpp"
 #include "workspace/fs.hpp"
 
-extern char** environ;
-
 namespace chock::toolchain {
 
 namespace {
@@ -76,12 +74,6 @@ std::string defining_bytes(const DevShellFile& file) {
   return bytes;
 }
 
-std::vector<std::string> own_environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  return env;
-}
-
 // Nix's message in one line: from its first "error:" on, the whitespace of
 // its layout folded, cut to a readable length.
 std::string nix_message(const std::string& err, int status) {
@@ -107,13 +99,13 @@ Expected<ProgramOutput> run_nix(const std::string& program, std::vector<std::str
                                 const std::string& cwd) {
   std::vector<std::string> argv{program, "--extra-experimental-features", "nix-command flakes"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(ProgramRun{std::move(argv), own_environment(), cwd, {}, kNixDeadline});
+  return run_program(ProgramRun{std::move(argv), current_environment(), cwd, {}, kNixDeadline});
 }
 
 Expected<ProgramOutput> run_nix_store(const std::string& nix, std::vector<std::string> args) {
   std::vector<std::string> argv{nix.substr(0, nix.rfind('/')) + "/nix-store"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(ProgramRun{std::move(argv), own_environment(), {}, {}, kNixDeadline});
+  return run_program(ProgramRun{std::move(argv), current_environment(), {}, {}, kNixDeadline});
 }
 
 // The first directory of the shell's PATH that has `name`, followed to the

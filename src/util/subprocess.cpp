@@ -14,6 +14,8 @@
 #include "util/fd.hpp"
 #include "util/syscalls.hpp"
 
+extern char** environ;
+
 namespace chock {
 
 namespace {
@@ -27,6 +29,12 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
 
 Expected<ProgramOutput> run_program(const ProgramRun& env) {
   int in[2], out[2], err[2];

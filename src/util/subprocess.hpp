@@ -25,6 +25,9 @@ struct ProgramOutput {
   std::string err;
 };
 
+// This process's own environment, as "K=V" entries.
+std::vector<std::string> current_environment();
+
 // An Error when the program could not be started or passed its deadline
 // ("NAME SUBCOMMAND did not finish within N s and was stopped", ETIMEDOUT).
 Expected<ProgramOutput> run_program(const ProgramRun& run);
