@@ -122,7 +122,9 @@ struct Config {
   // the whole device (seccomp cannot tell one descriptor's ioctls from another's).
   std::vector<std::string> devices;
   std::vector<Overlay> overlays;  // mounted after the binds, in order
-  bool toolchain = true;          // /usr /bin /lib* /sbin /etc read-only
+  // Mounted after the overlays: a file of an overlay bound over itself read-only.
+  std::vector<Bind> binds_over_overlays;
+  bool toolchain = true;  // /usr /bin /lib* /sbin /etc read-only
   // With `toolchain`, a Nix closure instead of the host's /usr /bin /lib*
   // /sbin: each store path ("/nix/store/<hash>-<name>") read-only at its own
   // path and nothing else of /nix; /etc stays the host's.

@@ -6,7 +6,11 @@
 //
 //   session.json        what the session is (kind, project, base commit, ...)
 //   lock                flock'd while a call, an apply or a removal runs
-//   tree/               git: the checkout, bound read-write at the project's path
+//   upper/ work/        git: the session's own layers of an overlay whose
+//                       lower layer is the commit's shared base (below),
+//                       mounted at the project's path for each call
+//   tree/               git with --allow-dirty (and sessions made before
+//                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
 //   git/common/         git: a private common dir: a config Chock generates,
 //                       the session's objects, its own refs/ and
@@ -20,6 +24,23 @@
 //                       (.carry), over the real one, at its path inside
 //   upper/ work/        overlay: the layers over the project
 //   lower/              overlay, root callers only: a copy of the project
+//
+// Beside workspaces/:
+//
+//   bases/<uid>-<commit>/  one read-only checkout of a commit (tree/, its
+//                       index, index.settled), owned by the uid calls run as
+//                       and shared by every git session at that commit: a
+//                       new session is two directories and a copy of the
+//                       index, whatever the size of the tree; its git status
+//                       trusts the index's stat data (overlay keeps the base's
+//                       inode numbers and times). Made under
+//                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and
+//                       renamed into place whole (bases.hpp); removed only
+//                       by gc (`chock workspace gc`, or after a week unused),
+//                       never while a session uses it or is being made over it.
+//   trash/              what a removal renamed out of the way (one rename,
+//                       whatever the size); deleted after by a sweeper the
+//                       person does not wait for (sweep_trash)
 //
 // Git design. Inside the sandbox the view is bound read-only at
 // /run/chock/git/view (the real hooks read-only over its hooks/), the object
@@ -96,7 +117,11 @@ struct Session {
   // git
   std::string common_dir;  // the real repository's common dir (host path)
   std::string base;        // the commit the worktree was made at
-  std::string applied;     // the last session commit that reached the branch; empty none
+  // The shared base its tree is an overlay over ("<uid>-<commit>", bases.hpp):
+  // upper/ and work/ are its own layers. Empty: tree/ is a checkout of its own
+  // (sessions made with --allow-dirty, and before shared bases).
+  std::string shared_base;
+  std::string applied;  // the last session commit that reached the branch; empty none
   // overlay
   std::string lower;              // the lower layer: the project itself, or a root caller's copy
   std::int64_t adopted_run = -1;  // last_run as it was at the last adopt; -1 never
@@ -300,5 +325,25 @@ struct Ending {
   std::string problem;        // why it is kept although nothing could be counted
 };
 Expected<Ending> remove_if_empty(const std::string& id);
+
+// remove and remove_if_empty rename the session's directory into
+// <data dir>/trash/ and return; this deletes what is there (what they let go,
+// never work). One sweeper at a time: a second waits for the first, then
+// deletes what arrived meanwhile. Returns the entries deleted. The CLI starts
+// it in the background after a removal (`chock workspace sweep`).
+Expected<std::size_t> sweep_trash();
+
+// Shared bases (one checkout per commit that git sessions are overlays
+// over): gc removes, into the trash, every base no session uses that was
+// last used more than `older_than_seconds` ago, and what unfinished makings
+// of a base left. A base a session uses, or one held for a session being
+// made, is never removed.
+struct BasesCollected {
+  std::vector<std::string> removed;  // "<uid>-<commit>" (or the leftover's name)
+  std::uint64_t freed_bytes = 0;
+  std::size_t kept_in_use = 0;
+  std::size_t kept_recent = 0;
+};
+Expected<BasesCollected> collect_bases(std::int64_t older_than_seconds);
 
 }  // namespace chock::workspace

@@ -4,11 +4,11 @@
 #include <string_view>
 
 #include "chock/workspace.hpp"
-#include "util/sha256.hpp"
 #include "workspace/fs.hpp"
 
 extern const unsigned char chock_pcre2_nojit_so[];
 extern const std::size_t chock_pcre2_nojit_so_size;
+extern const char chock_pcre2_nojit_so_sha256[];
 
 namespace chock::cli {
 
@@ -19,7 +19,7 @@ Expected<void> add_pcre2_without_jit(Config& config) {
   if (!data) return std::move(data).error();
   const std::string dir = *data + "/lib";
   // Named by its hash: a newer chock writes its own beside an older one's.
-  const std::string path = dir + "/pcre2-nojit-" + sha256_hex(bytes).substr(0, 16) + ".so";
+  const std::string path = dir + "/pcre2-nojit-" + std::string(chock_pcre2_nojit_so_sha256, 16) + ".so";
   auto there = workspace::fs::read_file_nofollow(path, bytes.size() + 1);
   if (!there || *there != bytes) {
     if (auto r = workspace::fs::make_dirs(dir, 0755); !r) return r;

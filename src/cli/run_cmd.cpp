@@ -27,6 +27,7 @@
 #include "cli/outcome.hpp"
 #include "cli/path_check.hpp"
 #include "cli/session_events.hpp"
+#include "cli/sweeper.hpp"
 #include "cli/tasks.hpp"
 #include "cli/terminal.hpp"
 #include "cli/toolchain_choice.hpp"
@@ -177,6 +178,7 @@ void end_one_call(const workspace::Session& s) {
     return;
   }
   if (end->removed) {
+    start_sweeper();
     if (auto log = log::SessionLog::open(s.project, s.id); log)
       (void)log->append(log::event::kSessionEnd, {{"removed", true}, {"reason", "nothing to keep"}});
     std::fprintf(stderr, "chock: session %s removed: its call left %s (--keep keeps a session)\n",

@@ -1,5 +1,5 @@
 // chock workspace list | remove SESSION [--force] [--keep-log] | clear [--force] [--keep-log]
-//                | prune [--older-than DAYS] | adopt SESSION
+//                | prune [--older-than DAYS] | gc [--older-than DAYS] | adopt SESSION
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/sweeper.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
 #include "util/size.hpp"
@@ -138,6 +139,7 @@ int remove(const WorkspaceOptions& o) {
   auto done = remove_and_end(o.session, o.force, o.keep_log);
   if (!done) return report_error(done.error());
   std::fprintf(stderr, "chock: %s\n", done->c_str());
+  start_sweeper();
   return 0;
 }
 
@@ -145,15 +147,18 @@ int clear(const WorkspaceOptions& o) {
   auto all = workspace::list();
   if (!all) return report_error(all.error());
   int status = 0;
+  bool any = false;
   for (const auto& info : *all) {
     auto done = remove_and_end(info.session.id, o.force, o.keep_log);
     if (done) {
       std::fprintf(stderr, "chock: %s\n", done->c_str());
+      any = true;
     } else {
       std::fprintf(stderr, "chock: %s\n", done.error().message().c_str());
       status = 1;
     }
   }
+  if (any) start_sweeper();
   return status;
 }
 
@@ -209,7 +214,27 @@ int prune(const WorkspaceOptions& o) {
                "chock: pruned %d session(s) and %d log(s) of sessions already gone, freeing %s; "
                "%d session(s) with unapplied work were kept\n",
                removed, logs, human_size(freed).c_str(), kept);
+  if (removed > 0) start_sweeper();
   return status;
+}
+
+// The shared bases no session uses, into the trash (deleted by the sweeper
+// after); what they held is said before it goes.
+int gc(const WorkspaceOptions& o) {
+  auto done = workspace::collect_bases(static_cast<std::int64_t>(o.older_than_days * 86400));
+  if (!done) return report_error(done.error());
+  std::string names;
+  for (const auto& k : done->removed)
+    names += (names.empty() ? " (" : ", ") + printable(k.substr(0, k.find('-') + 13));
+  if (!names.empty()) names += ")";
+  std::fprintf(
+      stderr,
+      "chock: removed %zu shared base(s) no session uses%s, freeing %s; kept %zu in use and %zu used "
+      "more recently than %g day(s)\n",
+      done->removed.size(), names.c_str(), human_size(done->freed_bytes).c_str(), done->kept_in_use,
+      done->kept_recent, o.older_than_days);
+  if (!done->removed.empty()) start_sweeper();
+  return 0;
 }
 
 int adopt(const WorkspaceOptions& o) {
@@ -256,10 +281,17 @@ void add_workspace_command(CLI::App& app, Action& action) {
   pr->add_option("--older-than", o->older_than_days, "Only what was last used more than DAYS ago (default 0)")
       ->check(CLI::NonNegativeNumber);
   pr->callback([o, &action] { action = [o] { return prune(*o); }; });
+  CLI::App* g = ws->add_subcommand(
+      "gc",
+      "Remove the shared bases (one checkout per commit) that no session uses, and say what that freed");
+  g->add_option("--older-than", o->older_than_days, "Only those last used more than DAYS ago (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  g->callback([o, &action] { action = [o] { return gc(*o); }; });
   CLI::App* ad =
       ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
   ad->add_option("session", o->session, "The session")->required();
   ad->callback([o, &action] { action = [o] { return adopt(*o); }; });
+  add_sweep_command(*ws, action);
 }
 
 }  // namespace chock::cli

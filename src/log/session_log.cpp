@@ -288,6 +288,10 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
 
   FileLock lock(file_.get(), LOCK_EX);
   if (!lock.locked()) return sys_error("lock session log", path_);
+  struct stat now {};
+  if (::fstat(file_.get(), &now) != 0) return sys_error("stat", path_);
+  if (static_cast<std::uint64_t>(now.st_size) == known_size_)
+    return append_line(event, fields, known_prev_, known_lines_, 0, known_head_bytes_, now.st_size);
   // Read the end of the file, not a remembered hash: other chock processes
   // may have appended to this session since this object last did.
   auto tail = read_tail(file_.get(), path_);
@@ -334,6 +338,16 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
     lines = head.lines + 1;
   }
 
+  return append_line(event, fields, prev, lines, torn_line,
+                     head_bytes->has_value() ? (*head_bytes)->size() : 0, now.st_size);
+}
+
+Expected<void> SessionLog::append_line(std::string_view event, const nlohmann::json& fields,
+                                       const std::string& prev, std::size_t lines, std::size_t torn_line,
+                                       std::size_t head_bytes, std::uint64_t size) {
+  known_size_ = UINT64_MAX;  // known again only once the line and the head are written
+  std::string head_name = session_ + ".head";
+  std::string head_path = head_path_for(path_);
   nlohmann::ordered_json line{{"ts", now_rfc3339()}, {"event", event}, {"session", session_}, {"prev", prev}};
   if (torn_line != 0) line["torn_line"] = torn_line;
   if (fields.is_object()) {
@@ -341,17 +355,46 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
   }
   // Replace rather than throw on bytes that are not UTF-8 (a program's output).
   std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  if (auto w = write_all(file_.get(), (torn_line != 0 ? "\n" : "") + text + "\n", path_); !w) return w;
+  const std::string bytes = (torn_line != 0 ? "\n" : "") + text + "\n";
+  if (auto w = write_all(file_.get(), bytes, path_); !w) {
+    // A line cut by a full disk is taken back (shrinking needs no room), so
+    // the log ends where it did and its chain stays whole.
+    (void)!::ftruncate(file_.get(), static_cast<off_t>(size));
+    return w;
+  }
 
+  const std::string last = sha256_hex(text);
+  const std::string new_head = head_text(Head{lines + 1, last});
+  auto known = [&] {
+    known_size_ = size + bytes.size();
+    known_prev_ = last;
+    known_lines_ = lines + 1;
+    known_head_bytes_ = new_head.size();
+  };
+  // The head only grows (its line count gains digits, never loses them), so
+  // it is rewritten in place: one write of under a hundred bytes into a block
+  // the file already has, under the lock readers share. Replacing it by a
+  // rename made ext4 write back and evict a file on every line. The first
+  // head is made through a temporary file, so a full disk leaves none, not half.
+  if (head_bytes != 0 && new_head.size() >= head_bytes) {
+    UniqueFd fd(::openat(dir_.get(), head_name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) return sys_error("open session log head", head_path);
+    const ssize_t n = ::pwrite(fd.get(), new_head.data(), new_head.size(), 0);
+    if (n != static_cast<ssize_t>(new_head.size()))
+      return n < 0 ? sys_error("write session log head", head_path)
+                   : Error{"write session log head: short write", head_path, EIO};
+    known();
+    return {};
+  }
   std::string tmp_name = head_name + ".tmp";
   UniqueFd tmp(
       ::openat(dir_.get(), tmp_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!tmp) return sys_error("create session log head", head_path + ".tmp");
-  if (auto w = write_all(tmp.get(), head_text(Head{lines + 1, sha256_hex(text)}), head_path + ".tmp"); !w)
-    return w;
+  if (auto w = write_all(tmp.get(), new_head, head_path + ".tmp"); !w) return w;
   tmp.reset();
   if (::renameat(dir_.get(), tmp_name.c_str(), dir_.get(), head_name.c_str()) != 0)
     return sys_error("replace session log head", head_path);
+  known();
   return {};
 }
 
@@ -454,6 +497,9 @@ Verification verify_chain(std::string_view content, const std::optional<std::str
 Expected<void> SessionLog::reserve(std::uint64_t bytes) {
   struct stat st {};
   if (::fstat(file_.get(), &st) != 0) return sys_error("fstat session log", path_);
+  // Most calls find the room the last one reserved still there: no new extent to journal.
+  if (static_cast<std::uint64_t>(st.st_blocks) * 512 >= static_cast<std::uint64_t>(st.st_size) + bytes)
+    return {};
   if (::fallocate(file_.get(), FALLOC_FL_KEEP_SIZE, st.st_size, static_cast<off_t>(bytes)) != 0 &&
       errno != EOPNOTSUPP)
     return sys_error("reserve room in the session log", path_);

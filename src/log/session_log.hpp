@@ -71,6 +71,12 @@ class SessionLog {
   [[nodiscard]] const std::string& session() const { return session_; }
 
  private:
+  // Writes the line chained from `prev` after `lines` lines (and after a cut
+  // line when `torn_line`), then the head file (`head_bytes` long now, 0 none);
+  // the log is `size` bytes before it. Called with the log locked.
+  [[nodiscard]] Expected<void> append_line(std::string_view event, const nlohmann::json& fields,
+                                           const std::string& prev, std::size_t lines, std::size_t torn_line,
+                                           std::size_t head_bytes, std::uint64_t size);
   SessionLog(UniqueFd dir, UniqueFd file, std::string path, std::string session)
       : dir_(std::move(dir)), file_(std::move(file)), path_(std::move(path)), session_(std::move(session)) {}
 
@@ -78,6 +84,13 @@ class SessionLog {
   UniqueFd file_;  // <session>.jsonl, O_RDWR | O_APPEND
   std::string path_;
   std::string session_;
+  // Where this object's last append left the log: while the file is still
+  // that size under the lock, no other writer came between, so the next
+  // append chains from here without reading the log's end and head again.
+  std::uint64_t known_size_ = UINT64_MAX;
+  std::string known_prev_;
+  std::size_t known_lines_ = 0;
+  std::size_t known_head_bytes_ = 0;
 };
 
 struct Verification {

@@ -336,6 +336,10 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
     auto added = add_overlay(plan, o, clone_now);
     if (!added) return std::move(added).error();
   }
+  for (const Bind& b : config.binds_over_overlays) {
+    auto added = add_bind(plan, b, clone_now);
+    if (!added) return std::move(added).error();
+  }
   for (const std::string& c : config.covers) {
     std::string target = normalize_absolute(c);
     if (target.empty() || target == "/")

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "chock/workspace.hpp"
+#include "util/fd.hpp"
 
 namespace chock::workspace::build {
 
@@ -29,8 +30,10 @@ using Notes = std::vector<std::string>;
 
 // A linked worktree detached at the project's HEAD, in session.dir. Both
 // report a long checkout or copy to `progress` (progress.hpp).
+// Without `allow_dirty`, an overlay over the commit's shared base, whose
+// shared lock goes to `base_lock` (held until the session is saved).
 Expected<void> make_worktree(Session& session, const Project& project, bool allow_dirty, Notes& notes,
-                             const Progress& progress, std::uint32_t progress_after_ms);
+                             const Progress& progress, std::uint32_t progress_after_ms, UniqueFd& base_lock);
 // The overlay's directories (and a root caller's copy of the project).
 Expected<void> make_overlay(Session& session, Notes& notes, const Progress& progress,
                             std::uint32_t progress_after_ms);
@@ -64,6 +67,10 @@ std::string view_dir(const Session& session);
 bool view_has_own_objects(const Session& session);
 // A remote URL without its userinfo, query and fragment (tokens live there).
 std::string url_without_secrets(const std::string& url);
+
+// Where the host writes into a git session's tree: its checkout of its own,
+// or its upper layer over the shared base.
+std::string writable_tree(const Session& session);
 
 // gid to give the run uid's files: its primary group, else the same number.
 gid_t group_of(uid_t uid);

@@ -85,12 +85,13 @@ Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, No
       if (auto r = give_to_owner(s, d); !r) return r;
     }
     // The mount point inside: a directory of the tree, made beneath it without following a link.
-    UniqueFd tree(::open(s.tree().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!tree) return sys_error("open", s.tree());
+    // Over a shared base, in the session's upper layer: the overlay shows it in the tree.
+    const std::string root = writable_tree(s);
+    UniqueFd tree(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!tree) return sys_error("open", root);
     fs::Owner owner{s.owner, group_of(s.owner)};
     auto point = fs::open_dir_beneath(tree.get(), rel, true, ::geteuid() == 0 ? &owner : nullptr);
-    if (!point)
-      return Error{"carry " + rel + ": make its place in the workspace", s.tree(), point.error().code};
+    if (!point) return Error{"carry " + rel + ": make its place in the workspace", root, point.error().code};
     ::close(*point);
     s.carry.push_back(rel);
     added.push_back(rel);

@@ -19,7 +19,7 @@ namespace {
 // Where the notice goes: the git tree; an overlay's upper layer (it hides the
 // lower file); a root caller's copy (the lower layer itself).
 std::string cover_root(const Session& s) {
-  if (s.kind == Kind::git) return s.tree();
+  if (s.kind == Kind::git) return writable_tree(s);
   return s.lower != s.project ? s.lower : s.upper();
 }
 

@@ -137,12 +137,23 @@ Expected<void> write_file_atomic(const std::string& path, const std::string& con
   return write_and_rename(path, content, mode, true);
 }
 
+Expected<void> write_file_if_changed(const std::string& path, const std::string& content, mode_t mode) {
+  {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    struct stat st {};
+    if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == mode &&
+        static_cast<std::uint64_t>(st.st_size) == content.size())
+      if (auto now = read_fd(fd.get(), path, content.size() + 1); now && *now == content) return {};
+  }
+  return write_file_atomic(path, content, mode);
+}
+
 Expected<void> write_file_new(const std::string& path, const std::string& content, mode_t mode) {
   return write_and_rename(path, content, mode, false);
 }
 
 Expected<void> make_dirs(const std::string& path, mode_t mode) {
-  if (path.empty()) return {};
+  if (path.empty() || is_dir(path)) return {};  // most calls: one lstat, no mkdir per component
   std::string sofar;
   std::size_t pos = 0;
   while (pos != std::string::npos) {

@@ -17,6 +17,9 @@ Expected<std::string> read_file(const std::string& path);
 Expected<std::string> read_file_nofollow(const std::string& path, std::size_t max_bytes);
 // Writes through a temporary file and rename, so a reader never sees half.
 Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0644);
+// The same, unless `path` is already a regular file of exactly `content` and
+// `mode`: then nothing is written (no new inode, no fsync).
+Expected<void> write_file_if_changed(const std::string& path, const std::string& content, mode_t mode = 0644);
 // The same where nothing is at `path` yet: an Error with EEXIST when
 // something is (another writer got there first), and what is there stays.
 // A file bound into running calls is installed this way, never replaced

@@ -29,6 +29,7 @@
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
+#include "workspace/refs_stamp.hpp"
 #include "workspace/session_refs.hpp"
 
 namespace chock::workspace::build {
@@ -36,6 +37,11 @@ namespace chock::workspace::build {
 namespace {
 
 // common/<name> links into the view; refs/ and packed-refs are the session's own.
+// Where the stamp of the repository's refs the view was made from is kept (never mounted).
+std::string refs_stamp_path(const Session& s) {
+  return s.dir + "/git/refs-stamp";
+}
+
 constexpr const char* kViewLinks[] = {"HEAD", "shallow", "info", "hooks"};
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -128,7 +134,7 @@ Expected<std::string> generated_config(const std::string& real_common) {
 Expected<void> copy_if_there(const std::string& from, const std::string& to) {
   auto text = fs::read_file_nofollow(from, 16 << 20);
   if (!text) return text.error().code == ENOENT ? Expected<void>{} : Expected<void>(std::move(text).error());
-  return fs::write_file_atomic(to, *text);
+  return fs::write_file_if_changed(to, *text);
 }
 
 // The objects of every tip not yet packed, as one more pack in the view. A
@@ -191,13 +197,41 @@ Expected<void> pack_reachable(const Session& s, const std::string& view, session
   return fs::write_file_atomic(objects + "/denied", denied);
 }
 
+// The repository's branches and tags: what the view already says when the
+// repository's refs are as they were when it was written (refs_stamp.hpp),
+// else git's answer now, with the stamp to keep once the view holds it
+// (`stamp`; empty: none). A session with a denied path always asks git: its
+// view leaves out what reaches the denied file, and says so each call.
+Expected<session_refs::Refs> repository_refs(const Session& s, const std::string& view, std::string& stamp) {
+  const std::string stamp_path = refs_stamp_path(s);
+  stamp.clear();
+  if (s.deny.empty()) stamp = refs_stamp::take(s.common_dir);
+  if (!stamp.empty())
+    if (auto was = fs::read_file_nofollow(stamp_path, 64 << 20); was && *was == stamp) {
+      if (auto given = fs::read_file_nofollow(view + "/packed-refs", 64 << 20); given) {
+        stamp.clear();  // kept as it is
+        return session_refs::parse_packed(*given);
+      }
+    }
+  // No stamp vouches for the view while it is rewritten: a crash between leaves none.
+  if (::unlink(stamp_path.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", stamp_path);
+  return session_refs::repository_refs(s.common_dir);
+}
+
 // common/<name> -> ../view/<name>, made again whatever the call left there.
 Expected<void> link_common(const Session& s) {
   UniqueFd common(::open(s.common().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!common) return sys_error("open", s.common());
   for (const char* name : kViewLinks) {
+    const std::string target = std::string("../view/") + name;
     struct stat st {};
     if (::fstatat(common.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (S_ISLNK(st.st_mode)) {
+        char now[64];
+        const ssize_t n = ::readlinkat(common.get(), name, now, sizeof now);
+        if (n >= 0 && std::string_view(now, static_cast<std::size_t>(n)) == target)
+          continue;  // as Chock made it
+      }
       if (S_ISDIR(st.st_mode)) {
         // A call replaced the link by a directory of its own: it goes.
         if (auto r = fs::remove_tree(fs::join(s.common(), name)); !r) return r;
@@ -205,7 +239,7 @@ Expected<void> link_common(const Session& s) {
         return sys_error("unlink", fs::join(s.common(), name));
       }
     }
-    if (::symlinkat((std::string("../view/") + name).c_str(), common.get(), name) != 0)
+    if (::symlinkat(target.c_str(), common.get(), name) != 0)
       return sys_error("symlink", fs::join(s.common(), name));
   }
   return {};
@@ -238,8 +272,8 @@ Expected<void> update_own_refs(const Session& s, const std::string& view, const 
     if (auto r = fs::make_dirs(refs + d); !r) return r;
     if (auto r = give_to_owner(s, refs + d); !r) return r;
   }
-  if (auto r = fs::write_file_atomic(packed,
-                                     session_refs::packed_text(session_refs::merge(before, real, session)));
+  if (auto r = fs::write_file_if_changed(
+          packed, session_refs::packed_text(session_refs::merge(before, real, session)));
       !r)
     return r;
   return give_to_owner(s, packed);
@@ -278,15 +312,19 @@ Expected<void> refresh_view(const Session& s, Notes& notes) {
   std::string view = view_dir(s);
   for (const char* d : {"", "/refs", "/refs/heads", "/refs/tags", "/info", "/hooks"})
     if (auto r = fs::make_dirs(view + d); !r) return r;
-  auto refs = session_refs::repository_refs(s.common_dir);
+  std::string stamp;
+  auto refs = repository_refs(s, view, stamp);
   if (!refs) return std::move(refs).error();
   if (view_has_own_objects(s)) {
     if (auto r = pack_reachable(s, view, *refs, notes); !r) return r;
   }
   if (auto r = update_own_refs(s, view, *refs); !r) return r;
   // What the view says now is where the next call's merge starts from.
-  if (auto r = fs::write_file_atomic(view + "/packed-refs", session_refs::packed_text(*refs)); !r) return r;
-  if (auto r = fs::write_file_atomic(view + "/HEAD", s.base + "\n"); !r) return r;
+  if (auto r = fs::write_file_if_changed(view + "/packed-refs", session_refs::packed_text(*refs)); !r)
+    return r;
+  if (!stamp.empty())
+    if (auto r = fs::write_file_atomic(refs_stamp_path(s), stamp); !r) return r;
+  if (auto r = fs::write_file_if_changed(view + "/HEAD", s.base + "\n"); !r) return r;
   if (auto r = copy_if_there(s.common_dir + "/shallow", view + "/shallow"); !r) return r;
   for (const char* f : {"/info/exclude", "/info/attributes"})
     if (auto r = copy_if_there(s.common_dir + f, view + f); !r) return r;

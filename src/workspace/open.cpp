@@ -72,9 +72,10 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
     out.notes.emplace_back("the repository has no commit yet: this session is an overlay, not a worktree");
   if (!git && o.allow_dirty)
     out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
-  Expected<void> built =
-      git ? build::make_worktree(s, project, o.allow_dirty, out.notes, o.progress, o.progress_after_ms)
-          : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
+  UniqueFd base_lock;  // released once session.json names the base: gc sees the session from then on
+  Expected<void> built = git ? build::make_worktree(s, project, o.allow_dirty, out.notes, o.progress,
+                                                    o.progress_after_ms, base_lock)
+                             : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
   if (built) built = build::add_carried(s, o.carry, out.notes);
   if (built) built = save(s);
   if (!built) {
@@ -100,7 +101,10 @@ Expected<Opened> open(const OpenOptions& o) {
     if (auto v = validate_carry_path(c); !v) return std::move(v).error();
   if (!o.session.empty())
     if (auto v = validate_session_id(o.session); !v) return std::move(v).error();
-  auto project = build::find_project(o.project.empty() ? current_dir() : o.project);
+  // An existing session needs the project's HEAD only to check newly denied
+  // files against the history: no git process on every call otherwise.
+  const std::string dir = o.project.empty() ? current_dir() : o.project;
+  auto project = o.session.empty() || !o.deny.empty() ? build::find_project(dir) : build::locate_project(dir);
   if (!project) return std::move(project).error();
   if (auto r = build::check_deny_targets(*project, o.deny); !r) return std::move(r).error();
   return o.session.empty() ? open_new(o, *project) : open_existing(o, *project);

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "chock/workspace.hpp"
+#include "workspace/bases.hpp"
 #include "workspace/build.hpp"
+#include "workspace/fs.hpp"
 
 namespace chock::workspace {
 
@@ -22,12 +24,32 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
   if (s.kind == Kind::git) {
     std::string root = kSandboxGitRoot;
     // The tree at the project's own path; its .git file names the admin dir below.
-    config.binds.push_back(Bind{s.tree(), s.project, Access::read_write});
     // The project's configuration is read-only inside: a call cannot rewrite
     // the rules the next call of its session is decided by.
     struct stat st {};
-    if (::lstat((s.tree() + "/chock.zon").c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      config.binds.push_back(Bind{s.tree() + "/chock.zon", s.project + "/chock.zon", Access::read_only_file});
+    if (s.shared_base.empty()) {
+      config.binds.push_back(Bind{s.tree(), s.project, Access::read_write});
+      if (::lstat((s.tree() + "/chock.zon").c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        config.binds.push_back(
+            Bind{s.tree() + "/chock.zon", s.project + "/chock.zon", Access::read_only_file});
+    } else {
+      // An overlay: the commit's shared base below, the session's own layer above.
+      auto lower = bases::tree_of(s.shared_base);
+      if (!lower) return std::move(lower).error();
+      if (!fs::is_dir(*lower))
+        return Error{"session " + s.id + ": its shared base is gone (chock workspace remove " + s.id +
+                         " --force parks its commits)",
+                     *lower, ENOENT};
+      config.overlays.push_back(Overlay{*lower, s.upper(), s.work(), s.project});
+      // chock.zon as the tree shows it: the session's layer's, else the base's.
+      for (const std::string& layer : {s.upper(), *lower}) {
+        const std::string zon = layer + "/chock.zon";
+        if (::lstat(zon.c_str(), &st) != 0) continue;
+        if (S_ISREG(st.st_mode))
+          config.binds_over_overlays.push_back(Bind{zon, s.project + "/chock.zon", Access::read_only_file});
+        break;
+      }
+    }
     // Never the real git dir: its config, index, reflogs and stash stay out (git_view.cpp).
     std::string view = build::view_dir(s);
     config.binds.push_back(Bind{view, root + "/view", Access::read_only});

@@ -78,6 +78,18 @@ Expected<void> validate_carry_path(const std::string& path) {
   return {};
 }
 
+bool is_base_key(std::string_view name) {
+  const auto dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 10) return false;
+  for (std::size_t i = 0; i < dash; ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  const std::string_view commit = name.substr(dash + 1);
+  if (commit.size() != 40 && commit.size() != 64) return false;
+  for (char c : commit)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
 nlohmann::json session_record(const Session& s) {
   return nlohmann::json{
       {"id", s.id},
@@ -90,6 +102,7 @@ nlohmann::json session_record(const Session& s) {
       {"last_run", s.last_run},
       {"common_dir", s.common_dir},
       {"base", s.base},
+      {"shared_base", s.shared_base},
       {"applied", s.applied},
       {"lower", s.lower},
       {"adopted_run", s.adopted_run},
@@ -122,6 +135,10 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
     s.last_run = j.at("last_run").get<std::int64_t>();
     s.common_dir = j.at("common_dir").get<std::string>();
     s.base = j.at("base").get<std::string>();
+    // Sessions made before shared bases have a checkout of their own.
+    if (j.contains("shared_base")) s.shared_base = j.at("shared_base").get<std::string>();
+    if (!s.shared_base.empty() && !is_base_key(s.shared_base))
+      return Error{"is damaged (a shared base that is not <uid>-<commit>)", "", 0};
     s.applied = j.at("applied").get<std::string>();
     s.lower = j.at("lower").get<std::string>();
     s.adopted_run = j.at("adopted_run").get<std::int64_t>();

@@ -18,4 +18,8 @@ nlohmann::json session_record(const Session& s);
 // Error that says what is wrong ("is damaged (...)", "names another session").
 Expected<Session> parse_session_record(std::string_view text, const std::string& id, const std::string& dir);
 
+// Whether `name` names a shared base: "<uid>-<commit>", the uid in decimal
+// (at most 10 digits), the commit 40 or 64 lowercase hex digits.
+bool is_base_key(std::string_view name);
+
 }  // namespace chock::workspace

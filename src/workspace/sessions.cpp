@@ -110,7 +110,7 @@ Expected<Ending> remove_if_empty(const std::string& id) {
   if (end.pending > 0 || !p.problem.empty()) return end;
   if (s.kind == Kind::git)
     (void)git::run({"update-ref", "-d", session_git::parked_ref(s)}, git::repo_env(s.common_dir));
-  if (auto r = fs::remove_tree(s.dir); !r) return std::move(r).error();
+  if (auto r = store::discard(s.dir); !r) return std::move(r).error();
   end.removed = true;
   return end;
 }
@@ -158,7 +158,7 @@ Expected<std::string> remove(const std::string& id, bool force) {
                    "", 0};
     done += "; " + std::to_string(p.count) + " changed path(s) were discarded";
   }
-  if (auto r = fs::remove_tree(s.dir); !r) return std::move(r).error();
+  if (auto r = store::discard(s.dir); !r) return std::move(r).error();
   return done;
 }
 

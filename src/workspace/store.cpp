@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
@@ -42,7 +43,8 @@ SessionLock::~SessionLock() {
 }
 
 Expected<void> save(const Session& session) {
-  return fs::write_file_atomic(session.dir + "/session.json", session_record(session).dump(2) + "\n", 0600);
+  return fs::write_file_if_changed(session.dir + "/session.json", session_record(session).dump(2) + "\n",
+                                   0600);
 }
 
 Expected<Session> load(const std::string& id) {
@@ -74,12 +76,18 @@ Expected<Session> load(const std::string& id) {
 
 namespace {
 
-// The lock file says who holds it, for whoever waits: "<pid> <unix seconds>".
+// The lock file says who holds it, for whoever waits: "<pid> <unix seconds>",
+// padded to a fixed width and written in place: truncating it first cost
+// ext4 a journalled block release, some 0.7 ms of every call.
 void say_holder(int fd) {
-  char text[64];
-  int n = std::snprintf(text, sizeof text, "%d %lld\n", static_cast<int>(::getpid()),
+  char text[40];
+  std::memset(text, ' ', sizeof text);
+  int n = std::snprintf(text, sizeof text, "%d %lld", static_cast<int>(::getpid()),
                         static_cast<long long>(std::time(nullptr)));
-  if (::ftruncate(fd, 0) == 0 && n > 0) (void)!::pwrite(fd, text, static_cast<std::size_t>(n), 0);
+  if (n <= 0 || n >= static_cast<int>(sizeof text)) return;
+  text[n] = ' ';
+  text[sizeof text - 1] = '\n';
+  (void)!::pwrite(fd, text, sizeof text, 0);
 }
 
 // " (pid N, since 2026-12-04 10:30:12)", or "" when the file does not say.

@@ -14,5 +14,9 @@ Expected<Session> make_session_dir(Kind kind, const std::string& project);
 // Every session directory, by id (one whose session.json is gone or damaged too).
 Expected<std::vector<std::string>> session_ids();
 std::int64_t now();
+// Renames a removed session's directory into <data dir>/trash/, for
+// sweep_trash to delete: one rename, whatever its size. Where it cannot be
+// renamed there (another file system), deletes it now.
+Expected<void> discard(const std::string& dir);
 
 }  // namespace chock::workspace::store

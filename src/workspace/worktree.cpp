@@ -6,8 +6,12 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
+#include "util/fd.hpp"
 #include "util/passwd.hpp"
+#include "workspace/bases.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
@@ -61,13 +65,21 @@ std::uint64_t index_entries(const std::string& index) {
 }  // namespace
 
 gid_t group_of(uid_t uid) {
+  // Asked for every file given to the owner: the password database is read once a uid.
+  static thread_local std::optional<std::pair<uid_t, gid_t>> known;
+  if (known && known->first == uid) return known->second;
   auto entry = passwd_entry(uid);
-  return entry ? entry->gid : static_cast<gid_t>(uid);
+  known.emplace(uid, entry ? entry->gid : static_cast<gid_t>(uid));
+  return known->second;
 }
 
 Expected<void> give_to_owner(const Session& s, const std::string& path) {
   if (::geteuid() != 0 || s.owner == 0) return {};
-  if (::lchown(path.c_str(), s.owner, group_of(s.owner)) != 0) return sys_error("chown", path);
+  const gid_t gid = group_of(s.owner);
+  struct stat st {};
+  // Already theirs: no chown, whose new ctime the file system would journal on every call.
+  if (::lstat(path.c_str(), &st) == 0 && st.st_uid == s.owner && st.st_gid == gid) return {};
+  if (::lchown(path.c_str(), s.owner, gid) != 0) return sys_error("chown", path);
   return {};
 }
 
@@ -126,12 +138,15 @@ Expected<Project> find_project(const std::string& dir) {
   return p;
 }
 
+std::string writable_tree(const Session& s) {
+  return s.shared_base.empty() ? s.tree() : s.upper();
+}
+
 Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirty, Notes& notes,
-                             const Progress& progress, std::uint32_t progress_after_ms) {
+                             const Progress& progress, std::uint32_t progress_after_ms, UniqueFd& base_lock) {
   s.common_dir = project.common_dir;
   s.base = project.head;
-  for (const char* d : {"/tree", "/git/admin"})
-    if (auto r = fs::make_dirs(s.dir + d); !r) return r;
+  if (auto r = fs::make_dirs(s.dir + "/git/admin"); !r) return r;
   std::string repo_link = s.dir + "/git/repo";
   if (::symlink(project.common_dir.c_str(), repo_link.c_str()) != 0) return sys_error("symlink", repo_link);
   if (auto r = make_common(s, notes); !r) return r;
@@ -139,7 +154,29 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   if (auto r = fs::write_file(admin + "/HEAD", s.base + "\n"); !r) return r;
   if (auto r = fs::write_file(admin + "/commondir", "../common\n"); !r) return r;
   if (auto r = fs::write_file(admin + "/gitdir", project.root + "/.git\n"); !r) return r;
+  const bool root_caller = ::geteuid() == 0 && s.owner != 0;
+  const gid_t gid = group_of(s.owner);
 
+  if (!allow_dirty) {
+    // Over the commit's shared base: two directories and a copy of its index,
+    // whatever the size of the tree (bases.hpp). The lock is held until the
+    // session's record names the base.
+    auto held = bases::hold(project, s.owner, progress, progress_after_ms);
+    if (!held) return std::move(held).error();
+    base_lock = std::move(held->lock);
+    s.shared_base = bases::key(s.owner, s.base);
+    for (const char* d : {"/upper", "/work"})
+      if (auto r = fs::make_dirs(s.dir + d, 0755); !r) return r;
+    if (auto r = fs::copy_entry(held->dir + "/index", admin + "/index"); !r) return r;
+    if (auto r = cover_denied(s, s.deny, notes); !r) return r;
+    if (root_caller)
+      for (const char* d : {"/upper", "/work", "/git/admin", "/git/common"})
+        if (auto r = fs::chown_tree(s.dir + d, s.owner, gid); !r) return r;
+    return {};
+  }
+
+  // --allow-dirty: a checkout of its own, the project's uncommitted work copied in.
+  if (auto r = fs::make_dirs(s.tree()); !r) return r;
   // Check out with git pointed at the real repository and our index; the
   // session's config is never git's configuration on the host.
   auto env = git::repo_env(project.common_dir, s.tree(), admin + "/index", s.objects());
@@ -153,12 +190,9 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   }
   if (auto r = fs::write_file(s.tree() + "/.git", std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r)
     return r;
-  if (allow_dirty) {
-    if (auto r = import_dirty(s, project, notes); !r) return r;
-  }
+  if (auto r = import_dirty(s, project, notes); !r) return r;
   if (auto r = cover_denied(s, s.deny, notes); !r) return r;
-  if (::geteuid() == 0 && s.owner != 0) {
-    gid_t gid = group_of(s.owner);
+  if (root_caller) {
     for (const char* d : {"/tree", "/git/admin", "/git/common"})
       if (auto r = fs::chown_tree(s.dir + d, s.owner, gid); !r) return r;
     // chown moved every ctime: refresh the index so the first `git status`

@@ -44,7 +44,7 @@ TEST(Corruption, ADamagedSessionRecordIsNamedAndEveryOtherSessionStillListsAndWo
     Output removed = f.chock({"workspace", "remove", id, "--force"});
     EXPECT_NE(removed.status, 0) << describe(removed);
     EXPECT_TRUE(has(removed.err, dir + "/session.json")) << describe(removed);
-    EXPECT_TRUE(exists(dir + "/tree/work.txt")) << "a damaged session's work was removed";
+    EXPECT_TRUE(exists(dir + "/upper/work.txt")) << "a damaged session's work was removed";
   }
   Output list = f.chock({"workspace", "list"});
   EXPECT_EQ(list.status, 0) << describe(list);
@@ -58,8 +58,8 @@ TEST(Corruption, ASessionWithAMissingPartIsNamedAndTheOthersWork) {
   Fixture f;
   f.init_git();
   const std::string broken = new_session(f), good = new_session(f);
-  const std::string tree = f.sessions() + "/" + broken + "/tree";
-  remove_tree(tree);
+  // Its own layer over the shared base.
+  remove_tree(f.sessions() + "/" + broken + "/upper");
   Output o = f.run({"--session", broken}, "echo ran");
   EXPECT_NE(o.status, 0) << describe(o);
   EXPECT_EQ(o.out, "");
@@ -70,6 +70,22 @@ TEST(Corruption, ASessionWithAMissingPartIsNamedAndTheOthersWork) {
   EXPECT_TRUE(has(list.out, broken) && has(list.out, good)) << list.out;
   Output works = f.run({"--session", good}, "cat work.txt");
   EXPECT_EQ(works.status, 0) << describe(works);
+}
+
+// The shared base of a commit removed by hand under its sessions: a call
+// says in one line that it is gone and how to keep the session's commits.
+TEST(Corruption, ASessionWhoseSharedBaseIsGoneSaysSoInOneLine) {
+  Fixture f;
+  f.init_git();
+  const std::string id = new_session(f);
+  const std::string bases = f.data() + "/chock/bases";
+  ASSERT_EQ(run_process({"sh", "-c", "rm -rf " + bases + "/*-*[0-9a-f]"}).status, 0);
+  Output o = f.run({"--session", id}, "echo ran");
+  EXPECT_EQ(o.status, 125) << describe(o);
+  EXPECT_EQ(o.out, "");
+  EXPECT_EQ(lines_in(o.err), 1U) << describe(o);
+  EXPECT_TRUE(has(o.err, "its shared base is gone")) << describe(o);
+  EXPECT_TRUE(has(o.err, "chock workspace remove " + id + " --force")) << describe(o);
 }
 
 // A log whose last write was cut (chock killed, the disk full): verify names

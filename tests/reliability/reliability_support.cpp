@@ -162,8 +162,14 @@ std::vector<pid_t> processes_with(const std::string& needle) {
   std::vector<pid_t> out;
   for (const auto& pid : entries("/proc")) {
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // A process may end while it is read (its cmdline then reads as ESRCH): it is not there.
+    std::string cmd;
+    try {
+      std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
+      cmd.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     if (cmd.find(needle) != std::string::npos) out.push_back(static_cast<pid_t>(std::stol(pid)));
   }
   return out;

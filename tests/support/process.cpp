@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 extern char** environ;
 
@@ -203,8 +205,9 @@ bool exists(const std::string& path) {
   return lstat(path.c_str(), &st) == 0;
 }
 
-void remove_tree(const std::string& path) {
-  if (path.empty() || path == "/") return;
+namespace {
+
+void remove_tree_once(const std::string& path) {
   // Make every directory writable and searchable first, then remove bottom-up.
   nftw(
       path.c_str(),
@@ -220,6 +223,20 @@ void remove_tree(const std::string& path) {
         return 0;
       },
       64, FTW_DEPTH | FTW_PHYS);
+}
+
+}  // namespace
+
+void remove_tree(const std::string& path) {
+  if (path.empty() || path == "/") return;
+  // nftw stops at an entry that vanishes under it: Chock's background sweeper
+  // may be deleting a removed session in the same tree. Walk again until gone.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    remove_tree_once(path);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace chock::test

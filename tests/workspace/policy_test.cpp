@@ -213,8 +213,9 @@ TEST(Policy, ChockZonIsReadOnlyInsideAGitWorkspace) {
   EXPECT_NE(o.err.find("chock.zon: Read-only file system"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("Device or resource busy"), std::string::npos) << o.err;
   EXPECT_EQ(o.out, ".{ .network = .none }\n");
-  // The rest of the tree stays writable.
-  EXPECT_TRUE(exists(f.sessions() + "/" + session_id(o) + "/tree/other.txt"));
+  // The rest of the tree stays writable, and what was written stays in the session.
+  Output next = f.chock({"run", "--session", session_id(o), "--", "cat", "other.txt"});
+  EXPECT_EQ(next.out, "other\n") << describe(next);
 }
 
 TEST(Policy, TheSessionLogChainFindsAnEditedOrRemovedLine) {

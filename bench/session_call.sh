@@ -1,0 +1,82 @@
+#!/bin/sh
+# What a call in an open session costs beyond the sandbox: `chock run
+# --session ID -- true` against `chock sandbox -- /bin/true`, in the same run,
+# taking turns (bench/interleave.c), in a git project of one file and in one
+# of FILES files (the cost of a call must not grow with the project), as root
+# and as uid 61000. Wall time and CPU time (every process of the command).
+#   bench/session_call.sh [CHOCK_BINARY] [RUNS] [FILES]
+# Prints a Markdown table of medians (10th to 90th percentile) in ms.
+set -eu
+chock=$(realpath "${1:-build/bin/chock}")
+runs=${2:-200}
+files=${3:-20000}
+here=$(cd "$(dirname "$0")" && pwd)
+
+scratch=$(mktemp -d /tmp/chock-call-bench.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+chmod 0755 "$scratch"
+cp "$chock" "$scratch/chock"
+cc -O2 -o "$scratch/interleave" "$here/interleave.c"
+chmod 0755 "$scratch/chock" "$scratch/interleave"
+
+# A git project of $2 files in 100 directories, one commit.
+make_project() {
+  mkdir -p "$1"
+  git -C "$1" init -q -b main
+  (
+    cd "$1"
+    i=0
+    while [ "$i" -lt "$2" ]; do
+      d=d$((i % 100))
+      [ -d "$d" ] || mkdir "$d"
+      echo "$i" >"$d/f$i"
+      i=$((i + 1))
+    done
+  )
+  git -C "$1" add -A
+  git -C "$1" -c user.name=b -c user.email=b@example.com commit -qm base
+}
+
+one_caller() {
+  label=$1
+  uid=$2
+  shift 2
+  home=$scratch/home-$uid
+  mkdir -p "$home"
+  make_project "$home/small" 1
+  make_project "$home/large" "$files"
+  chown -R "$uid:$uid" "$home"
+  # A repository whose refs changed in the last 2 s is asked again on each
+  # call (src/workspace/refs_stamp.hpp): the bench measures the usual case.
+  sleep 2
+  # shellcheck disable=SC2016
+  "$@" env HOME="$home" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" XDG_CACHE_HOME="$home/cache" \
+    XDG_CONFIG_HOME="$home/config" INTERLEAVE_CPU=1 sh -c '
+      set -eu
+      session() { "$1/chock" run --project "$2" --keep -- true 2>&1 >/dev/null | sed -n "s/^chock: session \([a-z0-9]*\) .*/\1/p"; }
+      small=$(session "$1" "$2/small")
+      large=$(session "$1" "$2/large")
+      cd "$2"
+      "$1/interleave" "$3" 10 "$1/chock" sandbox -- /bin/true :: \
+        "$1/chock" run --project "$2/small" --session "$small" -- true :: \
+        "$1/chock" run --project "$2/large" --session "$large" -- true
+      "$1/chock" workspace remove "$small" >/dev/null 2>&1
+      "$1/chock" workspace remove "$large" >/dev/null 2>&1' sh "$scratch" "$home" "$runs" >"$home/out"
+  awk -v label="$label" -v files="$files" '
+    { w[NR] = $1; wr[NR] = sprintf("%.2f-%.2f", $2, $3); c[NR] = $4; cr[NR] = sprintf("%.2f-%.2f", $5, $6) }
+    END {
+      split("chock sandbox -- /bin/true|chock run --session ID -- true, 1 file|chock run --session ID -- true, " files " files", what, "|")
+      for (i = 1; i <= 3; ++i)
+        printf "| %s | %s | %.2f (%s) | %.2f | %.2f (%s) | %.2f |\n", label, what[i], w[i], wr[i], w[i] / w[1], c[i], cr[i], c[i] / c[1]
+    }
+  ' "$home/out"
+}
+
+echo "| caller | command | wall, ms | / sandbox | CPU, ms | / sandbox |"
+echo "| --- | --- | --- | --- | --- | --- |"
+if [ "$(id -u)" = 0 ]; then
+  one_caller root 0 env
+  one_caller "uid 61000" 61000 setpriv --reuid=61000 --regid=61000 --clear-groups
+else
+  one_caller "uid $(id -u)" "$(id -u)" env
+fi

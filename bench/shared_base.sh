@@ -1,0 +1,110 @@
+#!/bin/sh
+# Workspaces at scale: a git project of FILES files (one commit made with
+# git fast-import: 100 directories, files of about 40 bytes), timed side by
+# side in one run, as root and as uid 61000:
+#   worktree add   `git worktree add --detach` of HEAD (the baseline)
+#   first session  `chock run --keep -- true` at a commit with no base yet
+#                  (the base is made: a checkout, as worktree add does)
+#   next session   the same at a commit whose base exists
+#   next commit    the first session at a commit one file away from a base
+#   remove         `chock workspace remove ID` of a session
+#   du             the data directory after ten sessions at one commit,
+#                  against the base alone
+#   bench/shared_base.sh [CHOCK_BINARY] [FILES] [RUNS]
+# Prints a Markdown table of medians in ms (the bases are removed between
+# first-session runs, outside the timing).
+set -eu
+chock=$(realpath "${1:-build/bin/chock}")
+files=${2:-100000}
+runs=${3:-5}
+
+scratch=$(mktemp -d /tmp/chock-base-bench.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+chmod 0755 "$scratch"
+cp "$chock" "$scratch/chock"
+chmod 0755 "$scratch/chock"
+
+# The repository, its commit written by fast-import (no working files needed:
+# Chock and worktree add check out from the objects).
+make_project() {
+  git init -q -b main "$1"
+  awk -v n="$2" 'BEGIN {
+    print "commit refs/heads/main"
+    print "committer b <b@example.com> 1700000000 +0000"
+    print "data 4\nbase"
+    for (i = 0; i < n; i++) {
+      body = "// file " i "\nint f" i "(void) { return " i "; }\n"
+      printf "M 100644 inline d%d/f%d.c\ndata %d\n%s\n", i % 100, i, length(body), body
+    }
+  }' | git -C "$1" fast-import --quiet
+  git -C "$1" checkout -q -f main 2>/dev/null || true
+}
+
+
+median() { sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+one_caller() {
+  label=$1
+  uid=$2
+  shift 2
+  home=$scratch/home-$uid
+  mkdir -p "$home"
+  make_project "$home/project" "$files"
+  chown -R "$uid:$uid" "$home"
+  # shellcheck disable=SC2016
+  "$@" env HOME="$home" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" XDG_CACHE_HOME="$home/cache" \
+    XDG_CONFIG_HOME="$home/config" GIT_CONFIG_GLOBAL=/dev/null sh -c '
+      set -eu
+      chock=$1 home=$2 runs=$3
+      p=$home/project
+      now_ns() { date +%s%N; }
+      session() { "$chock" run --project "$p" --keep -- true 2>&1 >/dev/null | sed -n "s/^chock: session \([a-z0-9]*\) .*/\1/p"; }
+      ms() { echo $(( ($2 - $1) / 1000 )) | awk "{ printf \"%.1f\\n\", \$1 / 1000 }"; }
+      : >"$home/wt" >"$home/first" >"$home/next" >"$home/rm" >"$home/step"
+      i=0
+      while [ $i -lt "$runs" ]; do
+        a=$(now_ns); git -C "$p" worktree add -q --detach "$home/wt$i" HEAD; b=$(now_ns)
+        ms "$a" "$b" >>"$home/wt"
+        git -C "$p" worktree remove --force "$home/wt$i"
+        "$chock" workspace gc >/dev/null 2>&1
+        a=$(now_ns); id=$(session); b=$(now_ns)
+        ms "$a" "$b" >>"$home/first"
+        a=$(now_ns); id2=$(session); b=$(now_ns)
+        ms "$a" "$b" >>"$home/next"
+        a=$(now_ns); "$chock" workspace remove "$id" >/dev/null 2>&1; b=$(now_ns)
+        ms "$a" "$b" >>"$home/rm"
+        "$chock" workspace remove "$id2" >/dev/null 2>&1
+        i=$((i + 1))
+      done
+      # One file changed, committed: the first session at that commit.
+      i=0
+      while [ $i -lt "$runs" ]; do
+        echo "// $i" >>"$p/d1/f1.c"
+        git -C "$p" -c user.name=b -c user.email=b@example.com commit -qam "step $i"
+        a=$(now_ns); id=$(session); b=$(now_ns)
+        ms "$a" "$b" >>"$home/step"
+        "$chock" workspace remove "$id" >/dev/null 2>&1
+        i=$((i + 1))
+      done
+      sleep 1
+      ids=""
+      i=0
+      while [ $i -lt 10 ]; do ids="$ids $(session)"; i=$((i + 1)); done
+      sleep 1
+      du -sk "$home/data/chock/bases" | cut -f1 >"$home/du_base"
+      du -sk "$home/data/chock" | cut -f1 >"$home/du_all"
+      for id in $ids; do "$chock" workspace remove "$id" >/dev/null 2>&1; done
+    ' sh "$scratch/chock" "$home" "$runs"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s KiB (base %s KiB) |\n' "$label" "$files" \
+    "$(median <"$home/wt")" "$(median <"$home/first")" "$(median <"$home/next")" "$(median <"$home/step")" \
+    "$(median <"$home/rm")" "$(cat "$home/du_all")" "$(cat "$home/du_base")"
+}
+
+echo "| caller | files | worktree add, ms | first session, ms | next session, ms | next commit, ms | remove, ms | data dir after 10 sessions |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+if [ "$(id -u)" = 0 ]; then
+  one_caller root 0 env
+  one_caller "uid 61000" 61000 setpriv --reuid=61000 --regid=61000 --clear-groups
+else
+  one_caller "uid $(id -u)" "$(id -u)" env
+fi

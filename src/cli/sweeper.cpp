@@ -1,0 +1,80 @@
+#include "cli/sweeper.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "chock/workspace.hpp"
+
+extern char** environ;
+
+namespace chock::cli {
+
+namespace {
+
+constexpr std::int64_t kUnusedBaseSeconds = std::int64_t{7} * 86400;
+
+}  // namespace
+
+void start_sweeper() {
+  posix_spawn_file_actions_t files;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&files);
+  posix_spawnattr_init(&attr);
+  for (int fd = 0; fd <= 2; ++fd) posix_spawn_file_actions_addopen(&files, fd, "/dev/null", O_RDWR, 0);
+  // Its own session: a terminal's hangup or Ctrl-C aimed at the caller does not reach it.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  char self[] = "/proc/self/exe";
+  char arg0[] = "chock";
+  char ws[] = "workspace";
+  char sweep[] = "sweep";
+  char detach[] = "--detach";
+  char* argv[] = {arg0, ws, sweep, detach, nullptr};
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, self, &files, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    std::fprintf(stderr, "chock: warning: the trash is deleted later: start its sweeper: %s\n",
+                 std::strerror(rc));
+    return;
+  }
+  // It forks at once and its first process exits: reaped here, the sweeper is nobody's child.
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void add_sweep_command(CLI::App& workspace, Action& action) {
+  auto detach = std::make_shared<bool>(false);
+  CLI::App* cmd = workspace.add_subcommand("sweep", "");  // no description: not for people
+  cmd->group("");
+  cmd->add_flag("--detach", *detach, "Fork, and sweep in the child");
+  cmd->callback([detach, &action] {
+    action = [detach] {
+      if (*detach) {
+        const pid_t child = ::fork();
+        if (child < 0) return 1;
+        if (child > 0) return 0;  // the caller waits for this one only
+        (void)::setpriority(PRIO_PROCESS, 0, 10);
+      }
+      // Bases no session has used for a week go with it (workspace gc does it now).
+      if (auto old = workspace::collect_bases(kUnusedBaseSeconds); !old)
+        std::fprintf(stderr, "chock: %s\n", old.error().message().c_str());
+      auto swept = workspace::sweep_trash();
+      if (!swept) {
+        std::fprintf(stderr, "chock: %s\n", swept.error().message().c_str());
+        return 1;
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace chock::cli

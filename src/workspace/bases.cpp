@@ -1,0 +1,238 @@
+#include "workspace/bases.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+
+#include "workspace/fs.hpp"
+#include "workspace/git.hpp"
+#include "workspace/progress.hpp"
+#include "workspace/session_record.hpp"
+#include "workspace/store.hpp"
+
+namespace chock::workspace::bases {
+
+namespace {
+
+constexpr const char* kTmpPrefix = ".tmp.";
+
+Expected<std::string> bases_dir(bool make) {
+  auto data = data_dir();
+  if (!data) return data;
+  std::string dir = *data + "/bases";
+  if (!make) return dir;
+  if (auto r = fs::make_dirs(*data, 0700); !r) return std::move(r).error();
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
+  return dir;
+}
+
+Expected<UniqueFd> open_lock(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return sys_error("open", path);
+  return fd;
+}
+
+Expected<void> lock(int fd, int how, const std::string& path) {
+  while (::flock(fd, how) != 0)
+    if (errno != EINTR) return sys_error("lock", path);
+  return {};
+}
+
+// The entries an index's header counts, for progress reports.
+std::uint64_t index_entries(const std::string& index) {
+  auto head = fs::read_file_nofollow(index, 1ULL << 31);
+  if (!head || head->size() < 12 || head->compare(0, 4, "DIRC") != 0) return 0;
+  std::uint64_t n = 0;
+  for (int i = 8; i < 12; ++i)
+    n = (n << 8) | static_cast<unsigned char>((*head)[static_cast<std::size_t>(i)]);
+  return n;
+}
+
+// A checkout of `project`'s HEAD in `dir` (tree/ and index), owned by `owner`.
+Expected<void> make_base(const std::string& dir, const build::Project& project, uid_t owner,
+                         const Progress& progress, std::uint32_t progress_after_ms) {
+  const std::string tree = dir + "/tree";
+  const std::string index = dir + "/index";
+  if (auto r = fs::make_dirs(tree, 0755); !r) return r;
+  auto env = git::repo_env(project.common_dir, tree, index, {});
+  if (auto r = git::capture({"read-tree", project.head}, env, "read the base commit into the index"); !r)
+    return std::move(r).error();
+  {
+    ProgressWatch watch(progress, progress_after_ms, "checking out " + project.head.substr(0, 12), tree,
+                        index_entries(index));
+    if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the base"); !r)
+      return std::move(r).error();
+  }
+  if (auto r = fs::write_file(tree + "/.git", std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r)
+    return r;
+  if (::geteuid() == 0 && owner != 0) {
+    const gid_t gid = build::group_of(owner);
+    if (auto r = fs::chown_tree(tree, owner, gid); !r) return r;
+    // chown moved every ctime: the index is refreshed so no session's git rehashes the tree.
+    auto refreshed = git::run({"update-index", "-q", "--refresh"}, env);
+    if (!refreshed) return std::move(refreshed).error();
+    if (refreshed->status > 1)
+      return Error{"refresh the base's index: " + refreshed->first_error_line(), dir, 0};
+  }
+  return {};
+}
+
+// Git (as Debian builds it, without USE_NSEC) treats every entry whose file
+// changed in the second its index was written as racily clean, and reads the
+// file to be sure: right after a checkout, that can be most of the tree. Once
+// a second has passed, one refresh of the base's index (under its exclusive
+// lock) settles it for every session made after: their `git status` trusts
+// the stat data and reads no file. The first session pays what a fresh
+// `git worktree add` pays.
+Expected<void> settle_index(Held& held, const std::string& common_dir, const std::string& lock_path) {
+  const std::string settled = held.dir + "/index.settled";
+  if (fs::exists(settled)) return {};
+  struct stat st {};
+  const std::string index = held.dir + "/index";
+  if (::stat(index.c_str(), &st) != 0) return sys_error("stat", index);
+  if (static_cast<std::int64_t>(std::time(nullptr)) <= static_cast<std::int64_t>(st.st_mtim.tv_sec))
+    return {};
+  if (auto r = lock(held.lock.get(), LOCK_EX, lock_path); !r) return r;
+  if (!fs::exists(settled)) {
+    auto env = git::repo_env(common_dir, held.dir + "/tree", index, {});
+    auto refreshed = git::run({"update-index", "-q", "--refresh"}, env);
+    if (!refreshed) return std::move(refreshed).error();
+    if (refreshed->status > 1)
+      return Error{"refresh the base's index: " + refreshed->first_error_line(), index, 0};
+    if (auto r = fs::write_file(settled, ""); !r) return r;
+  }
+  return lock(held.lock.get(), LOCK_SH, lock_path);
+}
+
+}  // namespace
+
+std::string key(uid_t owner, const std::string& commit) {
+  return std::to_string(owner) + "-" + commit;
+}
+
+Expected<std::string> tree_of(const std::string& k) {
+  auto dir = bases_dir(false);
+  if (!dir) return dir;
+  return *dir + "/" + k + "/tree";
+}
+
+Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
+                    std::uint32_t progress_after_ms) {
+  auto root = bases_dir(true);
+  if (!root) return std::move(root).error();
+  const std::string k = key(owner, project.head);
+  const std::string lock_path = *root + "/" + k + ".lock";
+  auto fd = open_lock(lock_path);
+  if (!fd) return std::move(fd).error();
+  Held held{std::move(*fd), *root + "/" + k, false};
+  if (auto r = lock(held.lock.get(), LOCK_SH, lock_path); !r) return std::move(r).error();
+  if (!fs::is_dir(held.dir)) {
+    // Made by one process; the others wait and find it there.
+    if (auto r = lock(held.lock.get(), LOCK_EX, lock_path); !r) return std::move(r).error();
+    if (!fs::is_dir(held.dir)) {
+      std::uint64_t nonce = 0;
+      if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) nonce = ::getpid();
+      char suffix[24];
+      std::snprintf(suffix, sizeof suffix, ".%016llx", static_cast<unsigned long long>(nonce));
+      const std::string tmp = *root + "/" + kTmpPrefix + k + suffix;
+      if (::mkdir(tmp.c_str(), 0755) != 0) return sys_error("mkdir", tmp);
+      auto made = make_base(tmp, project, owner, progress, progress_after_ms);
+      if (made && ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, held.dir.c_str(), RENAME_NOREPLACE) != 0)
+        made = sys_error("rename into place", held.dir);
+      if (!made) {
+        (void)store::discard(tmp);
+        return std::move(made).error();
+      }
+      held.made = true;
+    }
+    if (auto r = lock(held.lock.get(), LOCK_SH, lock_path); !r) return std::move(r).error();
+  }
+  if (!held.made)
+    if (auto r = settle_index(held, project.common_dir, lock_path); !r) return std::move(r).error();
+  // When it was last used, for gc: the lock file's time.
+  (void)::futimens(held.lock.get(), nullptr);
+  return held;
+}
+
+Expected<BasesCollected> collect(std::int64_t older_than_seconds) {
+  BasesCollected out;
+  auto root = bases_dir(false);
+  if (!root) return std::move(root).error();
+  DIR* d = ::opendir(root->c_str());
+  if (d == nullptr) return errno == ENOENT ? Expected<BasesCollected>(out) : sys_error("opendir", *root);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  // Which bases sessions use: read from every session record. A record
+  // that cannot be read keeps every base whose key its bytes contain.
+  auto ids = store::session_ids();
+  if (!ids) return std::move(ids).error();
+  auto workspaces = store::workspaces_dir();
+  if (!workspaces) return std::move(workspaces).error();
+  std::vector<std::string> records;
+  for (const auto& id : *ids) {
+    if (auto s = load(id); s) {
+      records.push_back(s->shared_base);
+    } else if (auto text = fs::read_file_nofollow(*workspaces + "/" + id + "/session.json", 1 << 20); text) {
+      records.push_back(*text);
+    }
+  }
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  for (const auto& name : names) {
+    std::string k = name;
+    const bool unfinished = name.rfind(kTmpPrefix, 0) == 0;
+    if (unfinished) {
+      k = name.substr(std::string(kTmpPrefix).size());
+      k = k.substr(0, k.rfind('.'));
+    }
+    if (!is_base_key(k) || (!unfinished && !fs::is_dir(*root + "/" + name))) continue;
+    const std::string lock_path = *root + "/" + k + ".lock";
+    // Used recently: kept without taking its lock (the sweeper's gc of old
+    // bases never stands in the way of a session being made).
+    struct stat used_at {};
+    if (!unfinished && ::stat(lock_path.c_str(), &used_at) == 0 &&
+        now - used_at.st_mtim.tv_sec < older_than_seconds) {
+      ++out.kept_recent;
+      continue;
+    }
+    auto fd = open_lock(lock_path);
+    if (!fd) return std::move(fd).error();
+    // Busy: being made, or held for a session being made over it.
+    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) {
+      ++out.kept_in_use;
+      continue;
+    }
+    if (!unfinished) {
+      bool used = false;
+      for (const auto& r : records) used = used || r.find(k) != std::string::npos;
+      if (used) {
+        ++out.kept_in_use;
+        continue;
+      }
+    }
+    const std::string path = *root + "/" + name;
+    const std::uint64_t bytes = fs::disk_usage(path);
+    if (auto r = store::discard(path); !r) return std::move(r).error();
+    if (!unfinished) (void)::unlink(lock_path.c_str());
+    out.removed.push_back(name);
+    out.freed_bytes += bytes;
+  }
+  return out;
+}
+
+}  // namespace chock::workspace::bases
+
+namespace chock::workspace {
+
+Expected<BasesCollected> collect_bases(std::int64_t older_than_seconds) {
+  return bases::collect(older_than_seconds);
+}
+
+}  // namespace chock::workspace

@@ -1,0 +1,46 @@
+// Shared bases: one read-only checkout per commit (and per uid the calls run
+// as), kept in <data dir>/bases/<uid>-<commit>/ (tree/ and its index). A git
+// session at that commit is an overlay: the base is its lower layer, its own
+// upper/ holds what its calls change, and its index starts as a copy of the
+// base's (same inodes and times through the overlay, so `git status` inside
+// trusts the stat data and reads no file). A base is made in a temporary
+// directory and renamed into place once complete: a crash leaves none half
+// made that a session would use.
+//
+// Locks: <key>.lock beside the base, shared by a session being made over it
+// (until its session.json names the base), exclusive while the base is made
+// and while gc decides to remove it; so gc never removes a base that a
+// session is about to use, and sees every session that already does.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/fd.hpp"
+#include "workspace/build.hpp"
+
+namespace chock::workspace::bases {
+
+// "<uid>-<commit>"
+std::string key(uid_t owner, const std::string& commit);
+// <data dir>/bases/<key>/tree: the lower layer of the sessions over it.
+Expected<std::string> tree_of(const std::string& key);
+
+// A base held for a session being made: the shared lock and where it is.
+struct Held {
+  UniqueFd lock;
+  std::string dir;    // <data dir>/bases/<key>
+  bool made = false;  // this call made it (else it was there)
+};
+// The base of `project`'s HEAD for `owner`, made when missing (a checkout
+// with progress reported, as a worktree's is). Marks it used now.
+Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
+                    std::uint32_t progress_after_ms);
+
+// collect_bases (workspace.hpp).
+Expected<BasesCollected> collect(std::int64_t older_than_seconds);
+
+}  // namespace chock::workspace::bases
