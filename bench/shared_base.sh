@@ -5,14 +5,17 @@
 #   worktree add   `git worktree add --detach` of HEAD (the baseline)
 #   first session  `chock run --keep -- true` at a commit with no base yet
 #                  (the base is made: a checkout, as worktree add does)
-#   next session   the same at a commit whose base exists
+#   next session   the same at a commit whose base exists (and is settled:
+#                  one untimed session a second later refreshed its index)
 #   next commit    the first session at a commit one file away from a base
 #   remove         `chock workspace remove ID` of a session
 #   du             the data directory after ten sessions at one commit,
 #                  against the base alone
 #   bench/shared_base.sh [CHOCK_BINARY] [FILES] [RUNS]
-# Prints a Markdown table of medians in ms (the bases are removed between
-# first-session runs, outside the timing).
+# Prints a Markdown table of medians in ms. The bases are removed between
+# first-session runs, outside the timing, and each timing starts once the
+# background sweeper has deleted what the last removal left (else it would
+# time the deletion of 100,000 files going on beside it).
 set -eu
 chock=$(realpath "${1:-build/bin/chock}")
 files=${2:-100000}
@@ -59,21 +62,37 @@ one_caller() {
       p=$home/project
       now_ns() { date +%s%N; }
       session() { "$chock" run --project "$p" --keep -- true 2>&1 >/dev/null | sed -n "s/^chock: session \([a-z0-9]*\) .*/\1/p"; }
+      # Waits (at most 10 minutes) until the trash holds nothing but its lock.
+      swept() {
+        n=0
+        while [ "$(ls -A "$home/data/chock/trash" 2>/dev/null | grep -vc "^.sweep.lock$")" != 0 ] && [ $n -lt 1200 ]; do
+          sleep 0.5; n=$((n + 1))
+        done
+        # A mass deletion leaves the file system busy (journal, discards) for a while.
+        sync
+      }
       ms() { echo $(( ($2 - $1) / 1000 )) | awk "{ printf \"%.1f\\n\", \$1 / 1000 }"; }
       : >"$home/wt" >"$home/first" >"$home/next" >"$home/rm" >"$home/step"
       i=0
       while [ $i -lt "$runs" ]; do
+        swept
         a=$(now_ns); git -C "$p" worktree add -q --detach "$home/wt$i" HEAD; b=$(now_ns)
         ms "$a" "$b" >>"$home/wt"
         git -C "$p" worktree remove --force "$home/wt$i"
         "$chock" workspace gc >/dev/null 2>&1
+        swept
+        git -C "$p" worktree prune
+        swept
         a=$(now_ns); id=$(session); b=$(now_ns)
         ms "$a" "$b" >>"$home/first"
+        sleep 1.1
+        id3=$(session)
         a=$(now_ns); id2=$(session); b=$(now_ns)
         ms "$a" "$b" >>"$home/next"
         a=$(now_ns); "$chock" workspace remove "$id" >/dev/null 2>&1; b=$(now_ns)
         ms "$a" "$b" >>"$home/rm"
         "$chock" workspace remove "$id2" >/dev/null 2>&1
+        "$chock" workspace remove "$id3" >/dev/null 2>&1
         i=$((i + 1))
       done
       # One file changed, committed: the first session at that commit.
@@ -81,18 +100,20 @@ one_caller() {
       while [ $i -lt "$runs" ]; do
         echo "// $i" >>"$p/d1/f1.c"
         git -C "$p" -c user.name=b -c user.email=b@example.com commit -qam "step $i"
+        swept
         a=$(now_ns); id=$(session); b=$(now_ns)
         ms "$a" "$b" >>"$home/step"
         "$chock" workspace remove "$id" >/dev/null 2>&1
         i=$((i + 1))
       done
+      "$chock" workspace gc >/dev/null 2>&1
       sleep 1
       ids=""
       i=0
       while [ $i -lt 10 ]; do ids="$ids $(session)"; i=$((i + 1)); done
       sleep 1
-      du -sk "$home/data/chock/bases" | cut -f1 >"$home/du_base"
-      du -sk "$home/data/chock" | cut -f1 >"$home/du_all"
+      du -sk "$home/data/chock/bases" 2>/dev/null | cut -f1 >"$home/du_base"
+      du -sk "$home/data/chock" 2>/dev/null | cut -f1 >"$home/du_all"
       for id in $ids; do "$chock" workspace remove "$id" >/dev/null 2>&1; done
     ' sh "$scratch/chock" "$home" "$runs"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s KiB (base %s KiB) |\n' "$label" "$files" \

@@ -35,7 +35,12 @@
 //                       trusts the index's stat data (overlay keeps the base's
 //                       inode numbers and times). Made under
 //                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and
-//                       renamed into place whole (bases.hpp); removed only
+//                       renamed into place whole (bases.hpp); a base for a
+//                       new commit is derived from the uid's base used last
+//                       when few paths differ: every file hard-linked, then
+//                       `git read-tree -m -u` writes only what changed
+//                       (base_derive.cpp; git inside does not trust ctime,
+//                       which a link moves); removed only
 //                       by gc (`chock workspace gc`, or after a week unused),
 //                       never while a session uses it or is being made over it.
 //   trash/              what a removal renamed out of the way (one rename,

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
@@ -76,7 +77,7 @@ Expected<void> make_base(const std::string& dir, const build::Project& project, 
     const gid_t gid = build::group_of(owner);
     if (auto r = fs::chown_tree(tree, owner, gid); !r) return r;
     // chown moved every ctime: the index is refreshed so no session's git rehashes the tree.
-    auto refreshed = git::run({"update-index", "-q", "--refresh"}, env);
+    auto refreshed = git::run({"-c", "core.trustctime=false", "update-index", "-q", "--refresh"}, env);
     if (!refreshed) return std::move(refreshed).error();
     if (refreshed->status > 1)
       return Error{"refresh the base's index: " + refreshed->first_error_line(), dir, 0};
@@ -102,13 +103,58 @@ Expected<void> settle_index(Held& held, const std::string& common_dir, const std
   if (auto r = lock(held.lock.get(), LOCK_EX, lock_path); !r) return r;
   if (!fs::exists(settled)) {
     auto env = git::repo_env(common_dir, held.dir + "/tree", index, {});
-    auto refreshed = git::run({"update-index", "-q", "--refresh"}, env);
+    auto refreshed = git::run({"-c", "core.trustctime=false", "update-index", "-q", "--refresh"}, env);
     if (!refreshed) return std::move(refreshed).error();
     if (refreshed->status > 1)
       return Error{"refresh the base's index: " + refreshed->first_error_line(), index, 0};
     if (auto r = fs::write_file(settled, ""); !r) return r;
   }
   return lock(held.lock.get(), LOCK_SH, lock_path);
+}
+
+// The base of another commit to derive this one from: the one of the same
+// uid used last (its lock file's time), held shared meanwhile so gc leaves it.
+struct Donor {
+  UniqueFd lock;
+  std::string dir, commit;
+};
+
+std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const std::string& commit) {
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return std::nullopt;
+  const std::string prefix = std::to_string(owner) + "-";
+  std::string best;
+  std::int64_t best_time = -1;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0 || !is_base_key(name) || name == prefix + commit) continue;
+    struct stat st {};
+    if (::stat((root + "/" + name + ".lock").c_str(), &st) != 0 || !fs::is_dir(root + "/" + name)) continue;
+    if (st.st_mtim.tv_sec > best_time) {
+      best_time = st.st_mtim.tv_sec;
+      best = name;
+    }
+  }
+  ::closedir(d);
+  if (best.empty()) return std::nullopt;
+  auto fd = open_lock(root + "/" + best + ".lock");
+  if (!fd || ::flock(fd->get(), LOCK_SH) != 0 || !fs::is_dir(root + "/" + best)) return std::nullopt;
+  return Donor{std::move(*fd), root + "/" + best, best.substr(prefix.size())};
+}
+
+// From the nearest base when few files differ, else a fresh checkout.
+Expected<void> make_from_nearest(const std::string& tmp, const std::string& root,
+                                 const build::Project& project, uid_t owner, const Progress& progress,
+                                 std::uint32_t progress_after_ms) {
+  if (auto donor = nearest_donor(root, owner, project.head); donor) {
+    const std::uint64_t entries = index_entries(donor->dir + "/index");
+    auto derived =
+        derive_base(tmp, donor->dir, donor->commit, project, owner, static_cast<std::size_t>(entries / 5));
+    if (!derived) return std::move(derived).error();
+    if (*derived) return {};
+    if (auto r = fs::remove_tree(tmp + "/tree"); !r) return r;
+  }
+  return make_base(tmp, project, owner, progress, progress_after_ms);
 }
 
 }  // namespace
@@ -143,7 +189,7 @@ Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& 
       std::snprintf(suffix, sizeof suffix, ".%016llx", static_cast<unsigned long long>(nonce));
       const std::string tmp = *root + "/" + kTmpPrefix + k + suffix;
       if (::mkdir(tmp.c_str(), 0755) != 0) return sys_error("mkdir", tmp);
-      auto made = make_base(tmp, project, owner, progress, progress_after_ms);
+      auto made = make_from_nearest(tmp, *root, project, owner, progress, progress_after_ms);
       if (made && ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, held.dir.c_str(), RENAME_NOREPLACE) != 0)
         made = sys_error("rename into place", held.dir);
       if (!made) {

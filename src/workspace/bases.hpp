@@ -40,6 +40,14 @@ struct Held {
 Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
                     std::uint32_t progress_after_ms);
 
+// Makes the base of `project`'s HEAD in `dir` from the base `donor` of
+// `donor_commit` (base_derive.cpp): hard links, the donor's index, and only
+// the files that differ written. False (nothing made but dir/tree) when the
+// donor's commit is not in this repository or more than `max_changes` paths
+// differ: a fresh checkout is then the cheaper way.
+Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_commit,
+                           const build::Project& project, uid_t owner, std::size_t max_changes);
+
 // collect_bases (workspace.hpp).
 Expected<BasesCollected> collect(std::int64_t older_than_seconds);
 
