@@ -128,8 +128,11 @@ std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const s
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.rfind(prefix, 0) != 0 || !is_base_key(name) || name == prefix + commit) continue;
+    std::string dir = root;
+    dir += '/';
+    dir += name;
     struct stat st {};
-    if (::stat((root + "/" + name + ".lock").c_str(), &st) != 0 || !fs::is_dir(root + "/" + name)) continue;
+    if (::stat((dir + ".lock").c_str(), &st) != 0 || !fs::is_dir(dir)) continue;
     if (st.st_mtim.tv_sec > best_time) {
       best_time = st.st_mtim.tv_sec;
       best = name;
