@@ -46,16 +46,6 @@ Expected<void> lock(int fd, int how, const std::string& path) {
   return {};
 }
 
-// The entries an index's header counts, for progress reports.
-std::uint64_t index_entries(const std::string& index) {
-  auto head = fs::read_file_nofollow(index, 1ULL << 31);
-  if (!head || head->size() < 12 || head->compare(0, 4, "DIRC") != 0) return 0;
-  std::uint64_t n = 0;
-  for (int i = 8; i < 12; ++i)
-    n = (n << 8) | static_cast<unsigned char>((*head)[static_cast<std::size_t>(i)]);
-  return n;
-}
-
 // A checkout of `project`'s HEAD in `dir` (tree/ and index), owned by `owner`.
 Expected<void> make_base(const std::string& dir, const build::Project& project, uid_t owner,
                          const Progress& progress, std::uint32_t progress_after_ms) {
@@ -67,7 +57,7 @@ Expected<void> make_base(const std::string& dir, const build::Project& project, 
     return std::move(r).error();
   {
     ProgressWatch watch(progress, progress_after_ms, "checking out " + project.head.substr(0, 12), tree,
-                        index_entries(index));
+                        build::index_entries(index));
     if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the base"); !r)
       return std::move(r).error();
   }
@@ -150,7 +140,7 @@ Expected<void> make_from_nearest(const std::string& tmp, const std::string& root
                                  const build::Project& project, uid_t owner, const Progress& progress,
                                  std::uint32_t progress_after_ms) {
   if (auto donor = nearest_donor(root, owner, project.head); donor) {
-    const std::uint64_t entries = index_entries(donor->dir + "/index");
+    const std::uint64_t entries = build::index_entries(donor->dir + "/index");
     auto derived =
         derive_base(tmp, donor->dir, donor->commit, project, owner, static_cast<std::size_t>(entries / 5));
     if (!derived) return std::move(derived).error();

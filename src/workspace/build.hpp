@@ -2,6 +2,7 @@
 // the overlay, the dirty import and the deny covers. Internal to workspace/.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,9 @@ std::string url_without_secrets(const std::string& url);
 // Where the host writes into a git session's tree: its checkout of its own,
 // or its upper layer over the shared base.
 std::string writable_tree(const Session& session);
+
+// The entries an index Chock's git just wrote counts in its header (for progress reports).
+std::uint64_t index_entries(const std::string& index);
 
 // gid to give the run uid's files: its primary group, else the same number.
 gid_t group_of(uid_t uid);

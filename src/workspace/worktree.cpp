@@ -1,5 +1,6 @@
 // The git workspace: a linked worktree whose admin and common dirs are
 // private to the session (see the layout in include/chock/workspace.hpp).
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "util/fd.hpp"
@@ -52,17 +54,19 @@ Expected<void> make_common(const Session& s, Notes& notes) {
   return refresh_view(s, notes);
 }
 
-// The entries of an index Chock's git just wrote: its header's count.
+}  // namespace
+
 std::uint64_t index_entries(const std::string& index) {
-  auto head = fs::read_file_nofollow(index, 1ULL << 31);
-  if (!head || head->size() < 12 || head->compare(0, 4, "DIRC") != 0) return 0;
+  // "DIRC", the version, then the count: 12 bytes, not the whole index.
+  UniqueFd fd(::open(index.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  unsigned char head[12] = {};
+  if (!fd || ::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head) ||
+      std::string_view(reinterpret_cast<const char*>(head), 4) != "DIRC")
+    return 0;
   std::uint64_t n = 0;
-  for (int i = 8; i < 12; ++i)
-    n = (n << 8) | static_cast<unsigned char>((*head)[static_cast<std::size_t>(i)]);
+  for (int i = 8; i < 12; ++i) n = (n << 8) | head[i];
   return n;
 }
-
-}  // namespace
 
 gid_t group_of(uid_t uid) {
   // Asked for every file given to the owner: the password database is read once a uid.
