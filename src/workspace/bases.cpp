@@ -25,13 +25,7 @@ namespace {
 constexpr const char* kTmpPrefix = ".tmp.";
 
 Expected<std::string> bases_dir(bool make) {
-  auto data = data_dir();
-  if (!data) return data;
-  std::string dir = *data + "/bases";
-  if (!make) return dir;
-  if (auto r = fs::make_dirs(*data, 0700); !r) return std::move(r).error();
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
-  return dir;
+  return store::data_subdir("bases", 0755, make);
 }
 
 Expected<UniqueFd> open_lock(const std::string& path) {

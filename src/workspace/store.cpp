@@ -150,14 +150,19 @@ std::int64_t now() {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
 
-Expected<std::string> workspaces_dir() {
+Expected<std::string> data_subdir(const std::string& name, mode_t mode, bool make) {
   auto data = data_dir();
   if (!data) return data;
+  std::string dir = *data + "/" + name;
+  if (!make) return dir;
   // The data directory holds the credential store too: private.
   if (auto r = fs::make_dirs(*data, 0700); !r) return std::move(r).error();
-  std::string dir = *data + "/workspaces";
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
+  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
   return dir;
+}
+
+Expected<std::string> workspaces_dir() {
+  return data_subdir("workspaces", 0700, true);
 }
 
 Expected<Session> make_session_dir(Kind kind, const std::string& project) {

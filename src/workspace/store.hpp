@@ -1,12 +1,16 @@
 // Where sessions are kept: the data directory, ids, session.json, locks.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "chock/workspace.hpp"
 
 namespace chock::workspace::store {
 
+// <data dir>/<name>; with `make`, made (`mode`, the data directory 0700) when missing.
+Expected<std::string> data_subdir(const std::string& name, mode_t mode, bool make);
 // <data dir>/workspaces, made (0700) when missing.
 Expected<std::string> workspaces_dir();
 // Makes a fresh, empty session directory with a new random id.

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,12 +28,9 @@ constexpr int kMaxPasses = 64;
 // <data dir>/trash; made only by a removal, never by the sweeper (which may
 // come after the whole data directory was deleted, and must not bring it back).
 Expected<std::string> trash_dir(bool make) {
-  auto data = data_dir();
-  if (!data) return data;
-  std::string dir = *data + "/trash";
-  if (!make) return dir;
-  if (auto r = fs::make_dirs(*data, 0700); !r) return std::move(r).error();
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
+  auto made_dir = store::data_subdir("trash", 0700, make);
+  if (!made_dir || !make) return made_dir;
+  const std::string& dir = *made_dir;
   const std::string lock = dir + "/" + kSweepLock;
   UniqueFd made(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!made) return sys_error("create", lock);
