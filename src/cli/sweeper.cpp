@@ -3,13 +3,10 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "chock/workspace.hpp"
 
@@ -35,8 +32,7 @@ void start_sweeper() {
   char arg0[] = "chock";
   char ws[] = "workspace";
   char sweep[] = "sweep";
-  char detach[] = "--detach";
-  char* argv[] = {arg0, ws, sweep, detach, nullptr};
+  char* argv[] = {arg0, ws, sweep, nullptr};
   pid_t pid = 0;
   const int rc = ::posix_spawn(&pid, self, &files, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&files);
@@ -46,24 +42,16 @@ void start_sweeper() {
                  std::strerror(rc));
     return;
   }
-  // It forks at once and its first process exits: reaped here, the sweeper is nobody's child.
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  // Not waited for: chock ends right after a removal, and the sweeper, in a
+  // session of its own, goes on as init's (or the caller's subreaper's) child.
 }
 
 void add_sweep_command(CLI::App& workspace, Action& action) {
-  auto detach = std::make_shared<bool>(false);
   CLI::App* cmd = workspace.add_subcommand("sweep", "");  // no description: not for people
   cmd->group("");
-  cmd->add_flag("--detach", *detach, "Fork, and sweep in the child");
-  cmd->callback([detach, &action] {
-    action = [detach] {
-      if (*detach) {
-        const pid_t child = ::fork();
-        if (child < 0) return 1;
-        if (child > 0) return 0;  // the caller waits for this one only
-        (void)::setpriority(PRIO_PROCESS, 0, 10);
-      }
+  cmd->callback([&action] {
+    action = [] {
+      (void)::setpriority(PRIO_PROCESS, 0, 10);
       // Bases no session has used for a week go with it (workspace gc does it now).
       if (auto old = workspace::collect_bases(kUnusedBaseSeconds); !old)
         std::fprintf(stderr, "chock: %s\n", old.error().message().c_str());

@@ -1,6 +1,6 @@
-// The trash's sweeper: after a removal, `chock workspace sweep --detach`
-// deletes what the removal renamed into the trash, in a process of its own
-// (a new session, stdio on /dev/null, niced), so the person does not wait.
+// The trash's sweeper: after a removal, `chock workspace sweep` deletes what
+// the removal renamed into the trash, in a process of its own (a new
+// session, stdio on /dev/null, niced), so the person does not wait.
 // It also removes the shared bases no session has used for a week.
 #pragma once
 
@@ -10,12 +10,12 @@
 
 namespace chock::cli {
 
-// Starts the sweeper and returns once it has detached (a fork and an exec
-// of chock; the deletion itself runs after). A sweeper that cannot start is
-// said once; what is in the trash waits for the next one.
+// Starts the sweeper (a spawn of chock, not waited for) and returns. A
+// sweeper that cannot start is said once; what is in the trash waits for
+// the next one.
 void start_sweeper();
 
-// The hidden `chock workspace sweep [--detach]` under `workspace`.
+// The hidden `chock workspace sweep` under `workspace`.
 void add_sweep_command(CLI::App& workspace, Action& action);
 
 }  // namespace chock::cli
