@@ -2,6 +2,7 @@
 
 #include "sandbox/rlimits.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <poll.h>
@@ -16,6 +17,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
 
@@ -72,6 +75,49 @@ std::string unsupported_errno(const std::string& what, int code) {
 }
 
 std::atomic<unsigned> g_counter{0};
+
+// How old an empty cgroup of a dead chock must be before another removes it:
+// a live chock's cgroup is empty only from its mkdir to its clone, and from
+// the call's end to its rmdir, each well under this.
+constexpr int kLeftoverSeconds = 5;
+
+// The pid in "chock-<pid>-<n>", or 0 for any other name.
+pid_t leftover_pid(const char* name) {
+  const char* p = name;
+  if (std::strncmp(p, "chock-", 6) != 0) return 0;
+  char* end = nullptr;
+  const long pid = std::strtol(p + 6, &end, 10);
+  if (end == p + 6 || *end != '-' || pid <= 0) return 0;
+  const char* n = end + 1;
+  if (*n == '\0' || std::strspn(n, "0123456789") != std::strlen(n)) return 0;
+  return static_cast<pid_t>(pid);
+}
+
+// A chock killed with SIGKILL during a call cannot remove its cgroup (every
+// process in it dies with it): the next call made below the same parent
+// removes each chock-<pid>-<n> whose pid is gone and that has been there a
+// while. rmdir itself refuses a cgroup that still holds a process.
+void remove_leftovers(int parent) {
+  const int fd = ::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ::close(fd);
+    return;
+  }
+  const pid_t self = ::getpid();
+  const time_t now = ::time(nullptr);
+  while (const dirent* e = ::readdir(dir)) {
+    const pid_t pid = leftover_pid(e->d_name);
+    if (pid == 0 || pid == self || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::fstatat(parent, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        now - st.st_mtime < kLeftoverSeconds)
+      continue;
+    (void)::unlinkat(parent, e->d_name, AT_REMOVEDIR);
+  }
+  ::closedir(dir);
+}
 
 // The first of `points` that is a cgroup2 mount and holds the directory of
 // cgroup `own`, taken as a mount of the whole hierarchy (root "/"): statfs
@@ -259,6 +305,7 @@ Managed Managed::create(const Limits& limits, const Sources& sources) {
     m.reason_ = unsupported_errno("create refused: open " + found, errno);
     return m;
   }
+  remove_leftovers(parent.get());
   std::string name;
   for (int attempt = 0;; ++attempt) {
     name = "chock-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1));

@@ -271,13 +271,16 @@ void forward_signal(int sig) {
     if (g_measure != 0 && watch.memory_limit > 0) measure_memory_now(watch);
     int status = 0;
     rusage ru{};
-    pid_t got = wait4(-1, &status, __WALL, &ru);
-    if (got < 0) {
-      if (errno == EINTR) continue;
+    // Raw: until its exec the program shares this memory, errno included,
+    // and a call of its that fails would overwrite an EINTR here.
+    const long waited = sys::raw(SYS_wait4, -1, sys::arg(&status), __WALL, sys::arg(&ru));
+    if (waited < 0) {
+      if (waited == -EINTR) continue;
       // ECHILD: cannot happen while the program is ours to reap; if it
       // does, the caller is told where, not left with a bare 125.
-      fail_step(channel, {Step::keeper_wait, errno, -1});
+      fail_step(channel, {Step::keeper_wait, static_cast<int>(-waited), -1});
     }
+    const auto got = static_cast<pid_t>(waited);
     if (exit_watch::on_wait(watch, got, status)) continue;  // a ptrace stop, resumed
     if (got != pid) continue;  // an orphan reparented to us: reaped, nothing more
     Record r;

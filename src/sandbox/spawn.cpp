@@ -396,13 +396,10 @@ class Middle {
       }
       if (!state.middle_entered && fds[1].revents != 0) return false;  // it ended
     }
-    const std::string dir = "/proc/" + std::to_string(pid_);
-    UniqueFd proc(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    // Pinned to the middle by its pidfd: a program that ignores SIGCHLD has
+    // its children reaped at once, and their numbers taken again.
+    UniqueFd proc(sys::open_proc_pinned(pid_, fd_.get()));
     if (!proc) return failed(state, sandbox::Step::uid_map, errno);
-    // Pinned: alive now (its pidfd says so), so the directory opened is the
-    // middle's and not a process that took its number after it ended (a
-    // program that ignores SIGCHLD has its children reaped at once).
-    if (sys::pidfd_send_signal(fd_.get(), 0) != 0) return failed(state, sandbox::Step::uid_map, errno);
     sandbox::StepFailure f;
     if (!sandbox::write_maps(proc.get(), l_.identity, &f)) return failed(state, f.step, f.error);
     return true;

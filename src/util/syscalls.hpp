@@ -97,6 +97,31 @@ inline int pidfd_send_signal(int pidfd, int sig) noexcept {
 inline int pidfd_open(pid_t pid, unsigned flags) noexcept {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags));
 }
+
+// /proc/<pid> (O_PATH) of the process `pidfd` refers to, pinned: opened by
+// its number, then the pidfd asked whether that process is still there. A
+// process not yet reaped keeps its number, so if it is, the directory is its
+// own; if it was reaped, -1 with ESRCH, never the directory of a process that
+// took its number since. No allocation: usable after fork.
+inline int open_proc_pinned(pid_t pid, int pidfd) noexcept {
+  char path[24] = "/proc/";
+  char digits[12];
+  int n = 0;
+  for (auto v = static_cast<unsigned>(pid); n == 0 || v != 0; v /= 10)
+    digits[n++] = static_cast<char>('0' + v % 10);
+  int at = 6;
+  while (n > 0) path[at++] = digits[--n];
+  path[at] = '\0';
+  const int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (fd < 0) return -1;
+  if (pidfd_send_signal(pidfd, 0) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
 inline int openat2(int dirfd, const char* path, std::uint64_t flags, std::uint64_t mode,
                    std::uint64_t resolve) noexcept {
   open_how how{};

@@ -3,14 +3,18 @@
 // the cgroup's own events, and the cgroup gone when chock returns.
 // CHOCK_VM_CGROUP_PARENT names the delegated cgroup Chock makes its child in.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -109,6 +113,54 @@ TEST_F(ChockSandboxVm, SuppliedCgroupHoldsTheProgram) {
   EXPECT_TRUE(r.result["limits"]["memory_max"].is_null());
   EXPECT_TRUE(chock_children(cg).empty());
   for (int i = 0; i < 100 && ::rmdir(cg.c_str()) != 0; ++i) ::usleep(10000);
+}
+
+// A chock killed with SIGKILL during a call cannot remove its cgroup (its
+// processes die with it); the next call made below the same parent removes
+// it once it is a few seconds old, and never one whose chock still runs.
+TEST_F(ChockSandboxVm, ACgroupLeftByAKilledChockIsRemovedByTheNextCall) {
+  const std::string running = parent_ + "/chock-" + std::to_string(::getpid()) + "-77";  // this process runs
+  ASSERT_EQ(::mkdir(running.c_str(), 0755), 0) << running << ": " << std::strerror(errno);
+  const std::string chock = chock::test::chock_binary(), stage = chock::test::stage_dir();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0), ::dup2(null, 1), ::dup2(null, 2);
+    ::execl(chock.c_str(), "chock", "sandbox", "--ro", stage.c_str(), "--", "/bin/sleep", "60", nullptr);
+    ::_exit(127);
+  }
+  const std::string prefix = "chock-" + std::to_string(pid) + "-";
+  std::string left;
+  for (int i = 0; i < 1000 && left.empty(); ++i) {
+    for (const auto& name : chock_children(parent_))
+      if (name.rfind(prefix, 0) == 0) left = parent_ + "/" + name;
+    if (left.empty()) ::usleep(10000);
+  }
+  ASSERT_FALSE(left.empty()) << "chock " << pid << " made no cgroup below " << parent_;
+  ::usleep(200000);  // the call is under way
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  // Its processes die with it; its cgroup stays, empty.
+  bool emptied = false;
+  for (int i = 0; i < 500 && !emptied; ++i) {
+    std::ifstream events(left + "/cgroup.events");
+    std::string text((std::istreambuf_iterator<char>(events)), std::istreambuf_iterator<char>());
+    emptied = text.find("populated 0") != std::string::npos;
+    if (!emptied) ::usleep(10000);
+  }
+  ASSERT_TRUE(emptied) << left << " still holds a process of the killed call";
+  struct stat st {};
+  ASSERT_EQ(::stat(left.c_str(), &st), 0) << "nothing was left to remove: " << left;
+  ::sleep(6);  // past the age a live chock's empty cgroup never reaches
+  SandboxRun r = chock_sandbox({}, {"/bin/true"});
+  EXPECT_EQ(r.out.status, 0) << r.out.err;
+  errno = 0;
+  EXPECT_NE(::stat(left.c_str(), &st), 0) << left << " was not removed by the next call";
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(::stat(running.c_str(), &st), 0) << "the next call removed " << running << ", whose pid runs";
+  ::rmdir(running.c_str());
 }
 
 }  // namespace

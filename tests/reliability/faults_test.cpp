@@ -48,7 +48,7 @@ class Faults : public ::testing::Test {
     args.insert(args.end(), {"--", "sh", "-c",
                              "echo " + message + " > " + message + ".txt && git add " + message +
                                  ".txt && git -c user.name=t -c user.email=t@t commit -qm " + message +
-                                 " && : " + marker_});
+                                 " && echo committed " + message + " && : " + marker_});
     return args;
   }
   std::vector<std::string> sessions() const {
@@ -77,6 +77,30 @@ class Faults : public ::testing::Test {
     // The real working tree matches its branch: an apply is all there or not at all.
     Output status = ws::git(f.project(), {"status", "--porcelain", "--untracked-files=no"});
     EXPECT_EQ(status.out, "") << when << ": the real working tree is between two states";
+  }
+
+  // Every session takes a call or says what is wrong with it; every commit in
+  // `made` is reachable from a session, refs/chock/<session> or a branch.
+  void expect_every_commit_reachable(const std::vector<std::string>& made) const {
+    std::set<std::string> reachable;
+    auto collect = [&](const std::string& text) {
+      for (std::size_t start = 0, end; start < text.size(); start = end + 1) {
+        end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        reachable.insert(text.substr(start, end - start));
+      }
+    };
+    collect(ws::git(f.project(), {"log", "--format=%s", "--branches", "--glob=refs/chock/*"}).out);
+    Output list = test::chock({"workspace", "list"}, options());
+    ASSERT_EQ(list.status, 0) << describe(list);
+    for (const auto& id : sessions()) {
+      Output o = test::chock({"run", "--session", id, "--", "git", "log", "--format=%s"}, options());
+      if (o.status == 0)
+        collect(o.out);
+      else
+        EXPECT_TRUE(has(list.out, id)) << "session " << id << " neither works nor is listed: " << describe(o);
+    }
+    for (const auto& m : made) EXPECT_TRUE(reachable.count(m) == 1) << "commit " << m << " was lost";
   }
 
   Fixture f;
@@ -152,26 +176,7 @@ TEST_F(Faults, KilledAtMomentsSpreadOverItsWorkLosesNoCommitAndLeavesNothingBehi
                         std::to_string(at.count()) + " us (point " + std::to_string(point) + ")");
     if (HasFailure()) break;
   }
-  // Every session takes a call or says what is wrong with it; every commit is reachable.
-  std::set<std::string> reachable;
-  auto collect = [&](const std::string& text) {
-    for (std::size_t start = 0, end; start < text.size(); start = end + 1) {
-      end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      reachable.insert(text.substr(start, end - start));
-    }
-  };
-  collect(ws::git(f.project(), {"log", "--format=%s", "--branches", "--glob=refs/chock/*"}).out);
-  Output list = test::chock({"workspace", "list"}, options());
-  ASSERT_EQ(list.status, 0) << describe(list);
-  for (const auto& id : sessions()) {
-    Output o = test::chock({"run", "--session", id, "--", "git", "log", "--format=%s"}, options());
-    if (o.status == 0)
-      collect(o.out);
-    else
-      EXPECT_TRUE(has(list.out, id)) << "session " << id << " neither works nor is listed: " << describe(o);
-  }
-  for (const auto& m : made) EXPECT_TRUE(reachable.count(m) == 1) << "commit " << m << " was lost";
+  expect_every_commit_reachable(made);
   std::size_t total = 0;
   for (const auto& [phase, n] : killed) total += n;
   RecordProperty("killed", static_cast<int>(total));
@@ -181,6 +186,101 @@ TEST_F(Faults, KilledAtMomentsSpreadOverItsWorkLosesNoCommitAndLeavesNothingBehi
       points, total, killed[Phase::new_session], killed[Phase::call], killed[Phase::apply],
       killed[Phase::remove], made.size());
   EXPECT_GE(total, points / 4) << "too few points landed while chock ran";
+}
+
+// The same promises, with each kill landing on a step named in advance: the
+// steps of each command are found by tracing it once unkilled (strace -f), and
+// each run is killed as it enters one of them (strace's syscall injection),
+// from the same state as the traced run. Every commit made inside counts,
+// killed or not: the call says so on its stdout, which outlives chock. The
+// short profile kills at sixteen steps spread over each command; the long
+// one at every step.
+TEST_F(Faults, KilledBeforeEachNamedStepLosesNoCommitAndLeavesNothingBehind) {
+  if (const std::string why = strace_unusable(); !why.empty()) GTEST_SKIP() << why;
+  // Ten more files: a commit that changes one is near enough for a derived base.
+  for (int i = 0; i < 10; ++i) write_file(f.file("f" + std::to_string(i) + ".txt"), "0\n");
+  f.commit_all("ten more");
+  std::vector<std::string> made;
+  std::size_t message = 0, moves = 0;
+  // The real branch moves on: one file changed (the next base is derived) or every one (checked out).
+  auto move_branch = [&](bool every) {
+    ++moves;
+    for (int i = 0; i < (every ? 10 : 1); ++i)
+      write_file(f.file("f" + std::to_string(i) + ".txt"), std::to_string(moves) + "\n");
+    f.commit_all("moved " + std::to_string(moves));
+  };
+  auto new_session = [&] {
+    const std::string name = "m" + std::to_string(message++);
+    Output o = test::chock(committing(name, ""), options());
+    EXPECT_EQ(o.status, 0) << describe(o);
+    made.push_back(name);
+    return session_id(o);
+  };
+  struct Phase {
+    const char* name;
+    bool commits;  // its command makes a commit named by `message`
+  };
+  const Phase phases[] = {{"new session, its base checked out", true},
+                          {"new session, its base derived", true},
+                          {"call in a session", true},
+                          {"apply after the branch moved", false},
+                          {"workspace remove --force", false}};
+  // Brings the state a phase's command starts from; its command.
+  auto prepare = [&](std::size_t phase, const std::string& name) -> std::vector<std::string> {
+    switch (phase) {
+      case 0:
+        move_branch(true);
+        return committing(name, "");
+      case 1:
+        move_branch(false);
+        return committing(name, "");
+      case 2:
+        return committing(name, new_session());
+      case 3: {
+        const std::string id = new_session();
+        move_branch(false);
+        return {"apply", id, "--yes"};
+      }
+      default:
+        return {"workspace", "remove", new_session(), "--force"};
+    }
+  };
+  const std::size_t per_phase = profile_count(16, 100000);
+  std::size_t total_points = 0, total_kills = 0;
+  for (std::size_t phase = 0; phase < std::size(phases); ++phase) {
+    std::string name = "m" + std::to_string(message++);
+    const std::vector<Step> steps = steps_of(prepare(phase, name), options());
+    ASSERT_FALSE(steps.empty()) << phases[phase].name << ": the traced run failed or took no step";
+    if (phases[phase].commits) made.push_back(name);
+    std::size_t points = 0, kills = 0, inside = 0, killed_after = 0;
+    for (const Step& step : spread(steps, per_phase)) {
+      name = "m" + std::to_string(message++);
+      const std::vector<std::string> args = prepare(phase, name);
+      const Killed k = kill_before(step, args, options());
+      ++points;
+      kills += k.killed ? 1 : 0;
+      // The call's own stdout says whether its commit was made, even when chock was killed after.
+      if (phases[phase].commits && has(k.out, "committed " + name + "\n")) {
+        made.push_back(name);
+        ++inside;
+        killed_after += k.killed ? 1 : 0;
+      }
+      expect_nothing_left(std::string(phases[phase].name) + ", killed before " + step.what + " (" +
+                          step.syscall + " #" + std::to_string(step.occurrence) + ")");
+      if (HasFailure()) return;
+    }
+    std::printf(
+        "reliability: %s: %zu steps, killed before %zu of them, %zu kills landed, %zu commits made inside "
+        "(%zu of them by calls whose chock was then killed)\n",
+        phases[phase].name, steps.size(), points, kills, inside, killed_after);
+    EXPECT_GE(kills * 4, points * 3) << phases[phase].name << ": too few kills landed on their step";
+    total_points += points;
+    total_kills += kills;
+  }
+  expect_every_commit_reachable(made);
+  RecordProperty("killed", static_cast<int>(total_kills));
+  std::printf("reliability: %zu named steps, %zu kills, %zu commits made\n", total_points, total_kills,
+              made.size());
 }
 
 }  // namespace

@@ -8,8 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -156,6 +159,143 @@ Killed run_and_kill(const std::vector<std::string>& args, const RunOptions& opti
   k.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   k.killed = k.killed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   return k;
+}
+
+namespace {
+
+// What changes state when chock calls it. write() to stdio is left out: a
+// message on stderr is not a step of the work.
+const std::set<std::string>& changing_calls() {
+  static const std::set<std::string> calls{
+      "clone",     "clone3",    "vfork",   "rename",  "renameat",         "renameat2", "write",    "pwrite64",
+      "fsync",     "fdatasync", "mkdir",   "mkdirat", "unlink",           "unlinkat",  "rmdir",    "flock",
+      "ftruncate", "link",      "linkat",  "symlink", "symlinkat",        "fchown",    "fchownat", "fchmod",
+      "fchmodat",  "mount",     "umount2", "kill",    "pidfd_send_signal"};
+  return calls;
+}
+
+std::string strace_binary() {
+  for (const char* dir : {"/usr/bin", "/bin", "/usr/local/bin"}) {
+    const std::string path = std::string(dir) + "/strace";
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+// "PID  rest" of one line of `strace -f`.
+std::pair<std::string, std::string> split_pid(const std::string& line) {
+  const std::size_t gap = line.find(' ');
+  if (gap == std::string::npos) return {"", line};
+  const std::size_t rest = line.find_first_not_of(' ', gap);
+  return {line.substr(0, gap), rest == std::string::npos ? "" : line.substr(rest)};
+}
+
+// The name of the call a line enters ("mkdir" of "mkdir(...) = 0"), "" for
+// resumptions, signals and exits.
+std::string entered_call(const std::string& rest) {
+  std::size_t n = 0;
+  while (n < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[n])) != 0 || rest[n] == '_')) ++n;
+  return n > 0 && n < rest.size() && rest[n] == '(' ? rest.substr(0, n) : "";
+}
+
+}  // namespace
+
+std::string strace_unusable() {
+  const std::string strace = strace_binary();
+  if (strace.empty()) return "strace is not installed (scripts/install-deps installs it)";
+  Output o = run_process({strace, "-qq", "-o", "/dev/null", "-e", "inject=getppid:signal=KILL:when=1", "sh",
+                          "-c", "echo $PPID"});
+  if (o.signal != SIGKILL)
+    return "strace cannot trace and kill a child here (status " + std::to_string(o.status) + ": " + o.err +
+           ")";
+  return "";
+}
+
+std::vector<Step> steps_of(const std::vector<std::string>& args, const RunOptions& options) {
+  TempDir dir("chock-steps");
+  const std::string trace = dir.path() + "/trace";
+  std::string calls = "execve";
+  for (const auto& c : changing_calls()) calls += "," + c;
+  std::vector<std::string> argv{
+      strace_binary(), "-f", "-qq", "-o", trace, "-e", "signal=none", "-e", "trace=" + calls, chock_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Output o = run_process(argv, options);
+  std::vector<Step> steps;
+  if (o.status != 0) return steps;
+  std::ifstream in(trace);
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(split_pid(line));
+  if (lines.empty()) return steps;
+  const std::string chock = lines.front().first;
+  // The command line a child ran last: what a spawn step is named by.
+  std::map<std::string, std::string> ran;
+  for (const auto& [pid, rest] : lines)
+    if (pid != chock && entered_call(rest) == "execve") {
+      const std::size_t open = rest.find('['), close = rest.find(']');
+      if (open != std::string::npos && close != std::string::npos)
+        ran[pid] = rest.substr(open, close - open + 1);
+    }
+  std::map<std::string, std::size_t> seen;
+  std::vector<std::size_t> spawns;  // indices of steps that spawn, named once their child is known
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto& [pid, rest] = lines[i];
+    if (pid != chock) continue;
+    const std::string call = entered_call(rest);
+    if (call.empty()) continue;
+    const std::size_t occurrence = ++seen[call];
+    if (changing_calls().count(call) == 0) continue;
+    if (rest.find("= -1 E") != std::string::npos) continue;  // failed: the same state as the step before
+    if (call == "write" &&
+        (rest.rfind("write(0,", 0) == 0 || rest.rfind("write(1,", 0) == 0 || rest.rfind("write(2,", 0) == 0))
+      continue;
+    Step step{call, occurrence, rest.substr(0, 160)};
+    if (call == "clone" || call == "clone3" || call == "vfork") {
+      // The child's pid is the call's result, here or where it resumes.
+      std::string result = rest;
+      if (rest.find("<unfinished") != std::string::npos)
+        for (std::size_t j = i + 1; j < lines.size(); ++j)
+          if (lines[j].first == chock && lines[j].second.find("<... " + call + " resumed>") == 0) {
+            result = lines[j].second;
+            break;
+          }
+      const std::size_t eq = result.rfind("= ");
+      const std::string child = eq == std::string::npos ? "" : result.substr(eq + 2);
+      step.what = "spawn " + (ran.count(child) != 0 ? ran[child] : "(a process of the call)");
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+Killed kill_before(const Step& step, const std::vector<std::string>& args, const RunOptions& options) {
+  std::vector<std::string> argv{
+      strace_binary(),
+      "-qq",
+      "-o",
+      "/dev/null",
+      "-e",
+      "signal=none",
+      "-e",
+      "trace=" + step.syscall,
+      "-e",
+      "inject=" + step.syscall + ":signal=KILL:when=" + std::to_string(step.occurrence),
+      chock_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Output o = run_process(argv, options);
+  Killed k;
+  k.status = o.status;
+  k.killed = o.signal == SIGKILL;
+  k.out = o.out;
+  return k;
+}
+
+std::vector<Step> spread(const std::vector<Step>& steps, std::size_t count) {
+  if (steps.size() <= count) return steps;
+  std::vector<Step> out;
+  if (count == 1) out.push_back(steps.front());
+  for (std::size_t i = 0; count > 1 && i < count; ++i)
+    out.push_back(steps[i * (steps.size() - 1) / (count - 1)]);
+  return out;
 }
 
 std::vector<pid_t> processes_with(const std::string& needle) {

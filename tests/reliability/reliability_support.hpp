@@ -56,9 +56,31 @@ std::string describe(const Footprint& f);
 struct Killed {
   bool killed = false;
   int status = -1;  // exit code, 128+N for signal N
+  std::string out;  // what the call wrote to stdout (kill_before only), even when chock was killed
 };
 Killed run_and_kill(const std::vector<std::string>& args, const RunOptions& options,
                     std::chrono::microseconds kill_after);
+
+// A step of `chock`'s own work, found by tracing one unkilled run with
+// strace: the `occurrence`-th call of `syscall` by the chock process (not its
+// children). `what` names it: the call as strace shows it, or for a process
+// chock spawns, that process's command line.
+struct Step {
+  std::string syscall;
+  std::size_t occurrence = 0;
+  std::string what;
+};
+// Why strace cannot trace and kill here ("" when it can).
+std::string strace_unusable();
+// The steps of `chock ARGS...` that change something (files, locks, mounts,
+// a spawned process, bytes written to a descriptor other than stdio), in the
+// order it takes them; `chock ARGS...` runs once, unkilled, to find them.
+std::vector<Step> steps_of(const std::vector<std::string>& args, const RunOptions& options);
+// `chock ARGS...` killed with SIGKILL as it enters `step` (strace's syscall
+// injection: the step itself never runs). Killed or not, and its status.
+Killed kill_before(const Step& step, const std::vector<std::string>& args, const RunOptions& options);
+// `count` of `steps`, spread evenly from the first to the last (all when fewer).
+std::vector<Step> spread(const std::vector<Step>& steps, std::size_t count);
 
 // Every process on the machine whose command line contains `needle`.
 std::vector<pid_t> processes_with(const std::string& needle);
