@@ -71,6 +71,35 @@ TEST(WriteFileAtomic, WritersAtOnceEachRenameAWholeFile) {
   EXPECT_EQ(entries, 1) << "temporary files were left";
 }
 
+// A session file rewritten at every call only when it changed: the same
+// bytes and mode leave the file (its inode) alone; other bytes, or the same
+// bytes with another mode (a file a call or a person chmodded), replace it.
+TEST(WriteFileIfChanged, OnlyOtherBytesOrAnotherModeRewriteTheFile) {
+  test::TempDir dir{"chock-fs-changed"};
+  const std::string path = dir / "session.json";
+  ASSERT_TRUE(write_file_if_changed(path, "one\n", 0600));
+  struct stat first {};
+  ASSERT_EQ(::stat(path.c_str(), &first), 0);
+  ASSERT_TRUE(write_file_if_changed(path, "one\n", 0600));
+  struct stat same {};
+  ASSERT_EQ(::stat(path.c_str(), &same), 0);
+  EXPECT_EQ(same.st_ino, first.st_ino) << "unchanged bytes were written again";
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  ASSERT_TRUE(write_file_if_changed(path, "one\n", 0600));
+  struct stat moded {};
+  ASSERT_EQ(::stat(path.c_str(), &moded), 0);
+  EXPECT_EQ(moded.st_mode & 07777, 0600U) << "a file of the right bytes kept a wrong mode";
+  ASSERT_TRUE(write_file_if_changed(path, "two\n", 0600));
+  EXPECT_EQ(test::read_file(path), "two\n");
+  // A link where the file should be is replaced, never followed.
+  const std::string target = dir / "target";
+  test::write_file(target, "two\n", 0600);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0);
+  ASSERT_TRUE(write_file_if_changed(path, "two\n", 0600));
+  EXPECT_TRUE(S_ISREG(mode_of(path))) << "the link was left in place";
+}
+
 // A file that running calls may have bound (the git-grep preload) is added
 // where missing and never renamed over: a detached mount of a file that was
 // renamed over cannot be attached (move_mount: ENOENT), which made a call
