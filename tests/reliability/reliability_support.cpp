@@ -236,7 +236,6 @@ std::vector<Step> steps_of(const std::vector<std::string>& args, const RunOption
         ran[pid] = rest.substr(open, close - open + 1);
     }
   std::map<std::string, std::size_t> seen;
-  std::vector<std::size_t> spawns;  // indices of steps that spawn, named once their child is known
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const auto& [pid, rest] = lines[i];
     if (pid != chock) continue;
