@@ -40,9 +40,17 @@
 //                       when few paths differ: every file hard-linked, then
 //                       `git read-tree -m -u` writes only what changed
 //                       (base_derive.cpp; git inside does not trust ctime,
-//                       which a link moves); removed only
-//                       by gc (`chock workspace gc`, or after a week unused),
-//                       never while a session uses it or is being made over it.
+//                       which a link moves). A root caller's base is
+//                       checked out by git running as the run uid with
+//                       CAP_DAC_READ_SEARCH alone (RunAs in
+//                       util/subprocess.hpp): its files and index are that
+//                       uid's as written, nothing is chowned or rehashed
+//                       after (root checks out and chowns only where it
+//                       cannot give that capability). Removed only by gc
+//                       (`chock workspace gc`, or after a week unused, or
+//                       least recently used first past the operator's
+//                       .bases_max_size; <key>.size keeps its size), never
+//                       while a session uses it or is being made over it.
 //   trash/              what a removal renamed out of the way (one rename,
 //                       whatever the size); deleted after by a sweeper the
 //                       person does not wait for (sweep_trash)
@@ -76,7 +84,8 @@
 //    GIT_CONFIG_SYSTEM=/dev/null, GIT_TERMINAL_PROMPT=0 and a deadline.
 //
 // Root callers. The call runs as an unprivileged uid (Config::user, default
-// 65534), so the workspace is chowned to it. A non-git project of a root
+// 65534), so the workspace is that uid's: the shared base checked out as it,
+// the session's own directories chowned to it. A non-git project of a root
 // caller is copied into lower/ (owned by that uid) and the overlay goes over
 // the copy: an overlay over root-owned files would not let that uid write.
 // The copy costs time proportional to the project; bench/README.md has it.
@@ -341,14 +350,21 @@ Expected<std::size_t> sweep_trash();
 // Shared bases (one checkout per commit that git sessions are overlays
 // over): gc removes, into the trash, every base no session uses that was
 // last used more than `older_than_seconds` ago, and what unfinished makings
-// of a base left. A base a session uses, or one held for a session being
-// made, is never removed.
+// of a base left; then, while the bases left take more than `max_bytes`,
+// the unused one used least recently, whatever its age. A base a session
+// uses, or one held for a session being made, is never removed. A base's
+// size is counted once (kept in bases/<key>.size beside its lock: a base
+// never changes), its hard links to an older base's files included, so the
+// total can only overstate what removing them would free.
 struct BasesCollected {
   std::vector<std::string> removed;  // "<uid>-<commit>" (or the leftover's name)
   std::uint64_t freed_bytes = 0;
   std::size_t kept_in_use = 0;
   std::size_t kept_recent = 0;
+  std::size_t removed_for_size = 0;  // of `removed`, those only the size cap removed
+  std::uint64_t kept_bytes = 0;      // what the bases left take
 };
-Expected<BasesCollected> collect_bases(std::int64_t older_than_seconds);
+Expected<BasesCollected> collect_bases(std::int64_t older_than_seconds,
+                                       std::optional<std::uint64_t> max_bytes = std::nullopt);
 
 }  // namespace chock::workspace

@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "chock/workspace.hpp"
+#include "config/chock_zon.hpp"
 
 extern char** environ;
 
@@ -52,8 +54,14 @@ void add_sweep_command(CLI::App& workspace, Action& action) {
   cmd->callback([&action] {
     action = [] {
       (void)::setpriority(PRIO_PROCESS, 0, 10);
-      // Bases no session has used for a week go with it (workspace gc does it now).
-      if (auto old = workspace::collect_bases(kUnusedBaseSeconds); !old)
+      // Bases no session has used for a week go with it (workspace gc does it
+      // now), and past the operator's .bases_max_size the least recently used.
+      std::optional<std::uint64_t> max_bytes;
+      if (auto operator_file = config::read_operator(); operator_file)
+        max_bytes = operator_file->bases_max_bytes;
+      else
+        std::fprintf(stderr, "chock: %s\n", operator_file.error().message().c_str());
+      if (auto old = workspace::collect_bases(kUnusedBaseSeconds, max_bytes); !old)
         std::fprintf(stderr, "chock: %s\n", old.error().message().c_str());
       auto swept = workspace::sweep_trash();
       if (!swept) {

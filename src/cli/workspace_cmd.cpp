@@ -7,6 +7,7 @@
 #include <ctime>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "cli/sweeper.hpp"
+#include "config/chock_zon.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
 #include "util/size.hpp"
@@ -28,6 +30,7 @@ struct WorkspaceOptions {
   bool force = false;
   bool keep_log = false;
   double older_than_days = 0;
+  std::string max_size;  // gc --max-size; empty: the operator's .bases_max_size, if any
 };
 
 // Bad input (a malformed session id) is 2, as in every command; a refusal 1.
@@ -221,7 +224,20 @@ int prune(const WorkspaceOptions& o) {
 // The shared bases no session uses, into the trash (deleted by the sweeper
 // after); what they held is said before it goes.
 int gc(const WorkspaceOptions& o) {
-  auto done = workspace::collect_bases(static_cast<std::int64_t>(o.older_than_days * 86400));
+  std::optional<std::uint64_t> max_bytes;
+  if (!o.max_size.empty()) {
+    auto bytes = parse_size("--max-size", o.max_size);
+    if (!bytes) {
+      std::fprintf(stderr, "chock: %s\n", bytes.error().message().c_str());
+      return 2;
+    }
+    max_bytes = *bytes;
+  } else {
+    auto operator_file = config::read_operator();
+    if (!operator_file) return report_error(operator_file.error());
+    max_bytes = operator_file->bases_max_bytes;
+  }
+  auto done = workspace::collect_bases(static_cast<std::int64_t>(o.older_than_days * 86400), max_bytes);
   if (!done) return report_error(done.error());
   std::string names;
   for (const auto& k : done->removed)
@@ -233,6 +249,10 @@ int gc(const WorkspaceOptions& o) {
       "more recently than %g day(s)\n",
       done->removed.size(), names.c_str(), human_size(done->freed_bytes).c_str(), done->kept_in_use,
       done->kept_recent, o.older_than_days);
+  if (max_bytes)
+    std::fprintf(stderr, "chock: the shared bases left take %s, the cap is %s (%zu removed for it)\n",
+                 human_size(done->kept_bytes).c_str(), human_size(*max_bytes).c_str(),
+                 done->removed_for_size);
   if (!done->removed.empty()) start_sweeper();
   return 0;
 }
@@ -286,6 +306,10 @@ void add_workspace_command(CLI::App& app, Action& action) {
       "Remove the shared bases (one checkout per commit) that no session uses, and say what that freed");
   g->add_option("--older-than", o->older_than_days, "Only those last used more than DAYS ago (default 0)")
       ->check(CLI::NonNegativeNumber);
+  g->add_option(
+      "--max-size", o->max_size,
+      "Then, while the bases left take more than SIZE (\"20GiB\"), remove the unused ones used least "
+      "recently, whatever their age (default: the operator's .bases_max_size, if set)");
   g->callback([o, &action] { action = [o] { return gc(*o); }; });
   CLI::App* ad =
       ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");

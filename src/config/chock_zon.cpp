@@ -535,7 +535,7 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (!tree) return tree.error();
   const Schema schema(display_path);
   if (auto ok = schema.expect_struct(*tree); !ok) return ok.error();
-  if (auto ok = schema.only_keys(*tree, {"limits", "toolchain_paths", "allow_private"},
+  if (auto ok = schema.only_keys(*tree, {"limits", "toolchain_paths", "allow_private", "bases_max_size"},
                                  "the operator's config.zon");
       !ok)
     return ok.error();
@@ -549,6 +549,13 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (taken)
     taken = take(*tree, "allow_private", out.allow_private,
                  [&](const zon::Value& v) { return schema.allow_private(v); });
+  if (taken)
+    taken = take(*tree, "bases_max_size", out.bases_max_bytes,
+                 [&](const zon::Value& v) -> Expected<std::optional<std::uint64_t>> {
+                   auto size = schema.size_limit(v, "bases_max_size", "would keep no shared base");
+                   if (!size) return size.error();
+                   return std::optional<std::uint64_t>(size->value);
+                 });
   if (!taken) return taken.error();
   return out;
 }

@@ -76,7 +76,8 @@ struct ProjectFile {
 [[nodiscard]] Expected<ProjectFile> parse_project(std::string_view text, const std::string& display_path,
                                                   const std::string& project_dir);
 
-// The operator's file: .limits, as the machine's defaults, and
+// The operator's file: .limits, as the machine's defaults, .bases_max_size,
+// and
 // .toolchain_paths: directories of the person's own toolchains (~/.cargo,
 // ~/.rustup, ~/.pyenv) every call gets read-only at their own paths. Only
 // the operator names them: a project could otherwise name any directory.
@@ -85,6 +86,9 @@ struct OperatorFile {
   LimitsSpec limits;
   std::vector<std::string> toolchain_paths;  // absolute, `~/` expanded
   std::vector<std::string> allow_private;    // CIDR ranges inside the private ones the judge may dial
+  // .bases_max_size: past it, the sweeper (and `chock workspace gc`) removes
+  // the unused shared bases used least recently, whatever their age.
+  std::optional<std::uint64_t> bases_max_bytes;
 };
 // $XDG_CONFIG_HOME/chock/config.zon, else ~/.config/chock/config.zon; empty when absent.
 [[nodiscard]] Expected<OperatorFile> read_operator();

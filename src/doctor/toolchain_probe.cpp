@@ -11,8 +11,8 @@ namespace chock::doctor {
 namespace {
 
 std::string nix_version(const std::string& nix) {
-  auto r =
-      run_program(ProgramRun{{nix, "--version"}, current_environment(), {}, {}, std::chrono::seconds(30)});
+  auto r = run_program(
+      ProgramRun{{nix, "--version"}, current_environment(), {}, {}, std::chrono::seconds(30), {}});
   if (!r || r->status != 0) return nix;
   std::string v = r->out.substr(0, r->out.find('\n'));
   return v + " (" + nix + ")";

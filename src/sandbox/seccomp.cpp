@@ -41,6 +41,14 @@ Expected<Program> build(bool allow_jit) {
 #endif
 }
 
+Expected<Program> keep_uid() {
+#ifdef CHOCK_SECCOMP_EMBEDDED
+  return copy_of(kEmbeddedKeepUid);
+#else
+  return compile_keep_uid();
+#endif
+}
+
 bool join_fresh_session_keyring(int* error) noexcept {
   if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) >= 0 || errno == ENOSYS) return true;
   if (error != nullptr) *error = errno;

@@ -68,6 +68,13 @@ Expected<Program> build(const Options& options);
 // that the embedded programs are what libseccomp makes).
 Expected<Program> compile(const Options& options);
 
+// A filter that refuses every change of uid (setuid, setreuid, setresuid,
+// setfsuid: EPERM) and allows the rest: a host program run as another uid
+// with root's real uid (RunAs) cannot take root's back.
+// keep_uid() is the one compiled at build time.
+Expected<Program> keep_uid();
+Expected<Program> compile_keep_uid();
+
 // After the fork, in the child: system calls only.
 // keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): the call stops sharing the
 // caller's session keyring before keyctl itself is killed. A kernel without

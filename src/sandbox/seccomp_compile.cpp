@@ -191,6 +191,17 @@ Expected<Program> compile(const Options& options) {
   return export_program(ctx.get());
 }
 
+Expected<Program> compile_keep_uid() {
+  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return Error{"build seccomp filter: seccomp_init failed", "", ENOMEM};
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc < 0)
+    return libseccomp_error("set attribute", rc, "bad arch");
+  for (int nr : {SCMP_SYS(setuid), SCMP_SYS(setreuid), SCMP_SYS(setresuid), SCMP_SYS(setfsuid)})
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), nr, 0); rc < 0)
+      return libseccomp_error("add rule", rc, "setuid");
+  return export_program(ctx.get());
+}
+
 const std::vector<Killed>& killed_calls() {
   static const std::vector<Killed> resolved = [] {
     std::vector<Killed> out(kill_list().begin(), kill_list().end());

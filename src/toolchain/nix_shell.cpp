@@ -99,13 +99,13 @@ Expected<ProgramOutput> run_nix(const std::string& program, std::vector<std::str
                                 const std::string& cwd) {
   std::vector<std::string> argv{program, "--extra-experimental-features", "nix-command flakes"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(ProgramRun{std::move(argv), current_environment(), cwd, {}, kNixDeadline});
+  return run_program(ProgramRun{std::move(argv), current_environment(), cwd, {}, kNixDeadline, {}});
 }
 
 Expected<ProgramOutput> run_nix_store(const std::string& nix, std::vector<std::string> args) {
   std::vector<std::string> argv{nix.substr(0, nix.rfind('/')) + "/nix-store"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(ProgramRun{std::move(argv), current_environment(), {}, {}, kNixDeadline});
+  return run_program(ProgramRun{std::move(argv), current_environment(), {}, {}, kNixDeadline, {}});
 }
 
 // The first directory of the shell's PATH that has `name`, followed to the

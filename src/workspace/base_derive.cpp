@@ -103,12 +103,22 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
   }
   if (auto r = fs::copy_entry(donor + "/index", dir + "/index"); !r) return std::move(r).error();
   auto env = git::repo_env(project.common_dir, tree, dir + "/index", {});
-  if (auto r =
-          git::capture({"-c", "core.trustctime=false", "read-tree", "-m", "-u", donor_commit, project.head},
-                       env, "move the base to the new commit");
-      !r)
-    return std::move(r).error();
+  const std::vector<std::string> move{
+      "-c", "core.trustctime=false", "read-tree", "-m", "-u", donor_commit, project.head};
+  // A root caller's run uid writes the files itself (bases.cpp make_base);
+  // root does, then chowns them, only where it cannot be given those credentials.
+  bool chown_after = root_caller;
   if (root_caller) {
+    if (::chown(dir.c_str(), given.uid, given.gid) != 0) return sys_error("chown", dir);
+    env.as = as_run_uid(given.uid, given.gid);
+    auto moved = env.as ? git::run(move, env) : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
+    env.as.reset();
+    if (moved && !moved->ok()) return false;  // a fresh checkout, from a clean tree
+    chown_after = !moved;
+  }
+  if (chown_after || !root_caller)
+    if (auto r = git::capture(move, env, "move the base to the new commit"); !r) return std::move(r).error();
+  if (chown_after) {
     // What git wrote is root's: each changed path, and the directories it made, go to the run uid.
     for (const auto& p : paths) {
       for (std::size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1)) {
@@ -129,6 +139,7 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
     if (refreshed->status > 1)
       return Error{"refresh the base's index: " + refreshed->first_error_line(), dir, 0};
   }
+  if (root_caller && ::chown(dir.c_str(), ::geteuid(), ::getegid()) != 0) return sys_error("chown", dir);
   return true;
 }
 

@@ -7,11 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 
+#include "sandbox/seccomp.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/progress.hpp"
@@ -40,32 +43,62 @@ Expected<void> lock(int fd, int how, const std::string& path) {
   return {};
 }
 
+Expected<void> check_out(const std::string& dir, const build::Project& project,
+                         const std::optional<RunAs>& as, const Progress& progress,
+                         std::uint32_t progress_after_ms) {
+  const std::string tree = dir + "/tree";
+  const std::string index = dir + "/index";
+  auto env = git::repo_env(project.common_dir, tree, index, {});
+  env.as = as;
+  if (auto r = git::capture({"read-tree", project.head}, env, "read the base commit into the index"); !r)
+    return std::move(r).error();
+  ProgressWatch watch(progress, progress_after_ms, "checking out " + project.head.substr(0, 12), tree,
+                      build::index_entries(index));
+  if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the base"); !r)
+    return std::move(r).error();
+  return {};
+}
+
 // A checkout of `project`'s HEAD in `dir` (tree/ and index), owned by `owner`.
+// A root caller's is made by git running as `owner` (reading the repository
+// with CAP_DAC_READ_SEARCH alone), so nothing is chowned after and the
+// index's stat data is right as written; where that cannot run (no such
+// capability to give), by root, then chowned and the index refreshed, which
+// rehashes every file.
 Expected<void> make_base(const std::string& dir, const build::Project& project, uid_t owner,
                          const Progress& progress, std::uint32_t progress_after_ms) {
   const std::string tree = dir + "/tree";
-  const std::string index = dir + "/index";
   if (auto r = fs::make_dirs(tree, 0755); !r) return r;
-  auto env = git::repo_env(project.common_dir, tree, index, {});
-  if (auto r = git::capture({"read-tree", project.head}, env, "read the base commit into the index"); !r)
-    return std::move(r).error();
-  {
-    ProgressWatch watch(progress, progress_after_ms, "checking out " + project.head.substr(0, 12), tree,
-                        build::index_entries(index));
-    if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the base"); !r)
-      return std::move(r).error();
+  const bool root_caller = ::geteuid() == 0 && owner != 0;
+  const gid_t gid = build::group_of(owner);
+  bool chown_after = root_caller;
+  if (root_caller) {
+    if (::chown(dir.c_str(), owner, gid) != 0) return sys_error("chown", dir);
+    if (::chown(tree.c_str(), owner, gid) != 0) return sys_error("chown", tree);
+    if (auto as = as_run_uid(owner, gid); as && check_out(dir, project, as, progress, progress_after_ms)) {
+      chown_after = false;
+    } else {
+      if (auto r = fs::remove_tree(tree); !r) return r;
+      (void)::unlink((dir + "/index").c_str());
+      if (auto r = fs::make_dirs(tree, 0755); !r) return r;
+    }
   }
-  if (auto r = fs::write_file(tree + "/.git", std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r)
-    return r;
-  if (::geteuid() == 0 && owner != 0) {
-    const gid_t gid = build::group_of(owner);
+  if (!root_caller || chown_after)
+    if (auto r = check_out(dir, project, std::nullopt, progress, progress_after_ms); !r) return r;
+  const std::string dot_git = tree + "/.git";
+  if (auto r = fs::write_file(dot_git, std::string("gitdir: ") + kSandboxGitRoot + "/admin\n"); !r) return r;
+  if (root_caller && ::lchown(dot_git.c_str(), owner, gid) != 0) return sys_error("chown", dot_git);
+  if (chown_after) {
     if (auto r = fs::chown_tree(tree, owner, gid); !r) return r;
     // chown moved every ctime: the index is refreshed so no session's git rehashes the tree.
+    auto env = git::repo_env(project.common_dir, tree, dir + "/index", {});
     auto refreshed = git::run({"-c", "core.trustctime=false", "update-index", "-q", "--refresh"}, env);
     if (!refreshed) return std::move(refreshed).error();
     if (refreshed->status > 1)
       return Error{"refresh the base's index: " + refreshed->first_error_line(), dir, 0};
   }
+  // The run uid wrote the index here; the directory goes back to the caller, as bases/ is.
+  if (root_caller && ::chown(dir.c_str(), ::geteuid(), ::getegid()) != 0) return sys_error("chown", dir);
   return {};
 }
 
@@ -146,6 +179,12 @@ Expected<void> make_from_nearest(const std::string& tmp, const std::string& root
 
 }  // namespace
 
+std::optional<RunAs> as_run_uid(uid_t owner, gid_t group) {
+  static const auto keep_uid = seccomp::keep_uid();
+  if (!keep_uid) return std::nullopt;
+  return RunAs{owner, group, keep_uid->instructions};
+}
+
 std::string key(uid_t owner, const std::string& commit) {
   return std::to_string(owner) + "-" + commit;
 }
@@ -194,17 +233,11 @@ Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& 
   return held;
 }
 
-Expected<BasesCollected> collect(std::int64_t older_than_seconds) {
-  BasesCollected out;
-  auto root = bases_dir(false);
-  if (!root) return std::move(root).error();
-  DIR* d = ::opendir(root->c_str());
-  if (d == nullptr) return errno == ENOENT ? Expected<BasesCollected>(out) : sys_error("opendir", *root);
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
-  ::closedir(d);
-  // Which bases sessions use: read from every session record. A record
-  // that cannot be read keeps every base whose key its bytes contain.
+namespace {
+
+// What every session record says of the bases: a record that cannot be
+// read keeps every base whose key its bytes contain.
+Expected<std::vector<std::string>> session_records() {
   auto ids = store::session_ids();
   if (!ids) return std::move(ids).error();
   auto workspaces = store::workspaces_dir();
@@ -217,6 +250,68 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds) {
       records.push_back(*text);
     }
   }
+  return records;
+}
+
+bool named_in(const std::vector<std::string>& records, const std::string& k) {
+  return std::any_of(records.begin(), records.end(),
+                     [&](const std::string& r) { return r.find(k) != std::string::npos; });
+}
+
+// A base's size, counted once and kept beside its lock (a base never changes).
+std::uint64_t size_of(const std::string& root, const std::string& k) {
+  const std::string kept = root + "/" + k + ".size";
+  if (auto text = fs::read_file_nofollow(kept, 32); text && !text->empty()) {
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(text->c_str(), &end, 10);
+    if (end != nullptr && *end == '\n') return bytes;
+  }
+  const std::uint64_t bytes = fs::disk_usage(root + "/" + k);
+  (void)fs::write_file(kept, std::to_string(bytes) + "\n");
+  return bytes;
+}
+
+// An unused base kept by its age, which the size cap may still remove.
+struct Candidate {
+  std::string key;
+  std::int64_t used_at = 0;
+  std::uint64_t bytes = 0;
+};
+
+}  // namespace
+
+Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<std::uint64_t> max_bytes) {
+  BasesCollected out;
+  auto root = bases_dir(false);
+  if (!root) return std::move(root).error();
+  DIR* d = ::opendir(root->c_str());
+  if (d == nullptr) return errno == ENOENT ? Expected<BasesCollected>(out) : sys_error("opendir", *root);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  auto records = session_records();
+  if (!records) return std::move(records).error();
+  // Removed only under the base's exclusive lock, which a session being made
+  // over it holds shared until its record names the base: the records are
+  // read again then, so a session made since the first read is seen.
+  auto remove_locked = [&](const std::string& name, const std::string& k, bool unfinished) -> Expected<bool> {
+    if (!unfinished) {
+      auto now_records = session_records();
+      if (!now_records) return std::move(now_records).error();
+      if (named_in(*now_records, k)) return false;
+    }
+    const std::string path = *root + "/" + name;
+    const std::uint64_t bytes = unfinished ? fs::disk_usage(path) : size_of(*root, k);
+    if (auto r = store::discard(path); !r) return std::move(r).error();
+    if (!unfinished) {
+      (void)::unlink((*root + "/" + k + ".lock").c_str());
+      (void)::unlink((*root + "/" + k + ".size").c_str());
+    }
+    out.removed.push_back(name);
+    out.freed_bytes += bytes;
+    return true;
+  };
+  std::vector<Candidate> candidates;
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   for (const auto& name : names) {
     std::string k = name;
@@ -227,35 +322,50 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds) {
     }
     if (!is_base_key(k) || (!unfinished && !fs::is_dir(*root + "/" + name))) continue;
     const std::string lock_path = *root + "/" + k + ".lock";
+    const bool used = !unfinished && named_in(*records, k);
     // Used recently: kept without taking its lock (the sweeper's gc of old
     // bases never stands in the way of a session being made).
     struct stat used_at {};
-    if (!unfinished && ::stat(lock_path.c_str(), &used_at) == 0 &&
+    if (!unfinished && !used && ::stat(lock_path.c_str(), &used_at) == 0 &&
         now - used_at.st_mtim.tv_sec < older_than_seconds) {
       ++out.kept_recent;
+      if (max_bytes) {
+        candidates.push_back({k, used_at.st_mtim.tv_sec, size_of(*root, k)});
+        out.kept_bytes += candidates.back().bytes;
+      }
       continue;
     }
-    auto fd = open_lock(lock_path);
-    if (!fd) return std::move(fd).error();
-    // Busy: being made, or held for a session being made over it.
-    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) {
-      ++out.kept_in_use;
-      continue;
-    }
-    if (!unfinished) {
-      bool used = false;
-      for (const auto& r : records) used = used || r.find(k) != std::string::npos;
-      if (used) {
-        ++out.kept_in_use;
-        continue;
+    bool removed = false;
+    if (!used) {
+      auto fd = open_lock(lock_path);
+      if (!fd) return std::move(fd).error();
+      // Busy: being made, or held for a session being made over it.
+      if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) {
+        auto r = remove_locked(name, k, unfinished);
+        if (!r) return std::move(r).error();
+        removed = *r;
       }
     }
-    const std::string path = *root + "/" + name;
-    const std::uint64_t bytes = fs::disk_usage(path);
-    if (auto r = store::discard(path); !r) return std::move(r).error();
-    if (!unfinished) (void)::unlink(lock_path.c_str());
-    out.removed.push_back(name);
-    out.freed_bytes += bytes;
+    if (!removed && !unfinished) {
+      ++out.kept_in_use;
+      if (max_bytes) out.kept_bytes += size_of(*root, k);
+    }
+  }
+  if (!max_bytes || out.kept_bytes <= *max_bytes) return out;
+  // Over the cap: the unused bases kept for their age go, least recently used first.
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.used_at < b.used_at; });
+  for (const auto& c : candidates) {
+    if (out.kept_bytes <= *max_bytes) break;
+    auto fd = open_lock(*root + "/" + c.key + ".lock");
+    if (!fd) return std::move(fd).error();
+    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) continue;
+    auto r = remove_locked(c.key, c.key, false);
+    if (!r) return std::move(r).error();
+    if (!*r) continue;
+    --out.kept_recent;
+    ++out.removed_for_size;
+    out.kept_bytes -= std::min(out.kept_bytes, c.bytes);
   }
   return out;
 }
@@ -264,8 +374,9 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds) {
 
 namespace chock::workspace {
 
-Expected<BasesCollected> collect_bases(std::int64_t older_than_seconds) {
-  return bases::collect(older_than_seconds);
+Expected<BasesCollected> collect_bases(std::int64_t older_than_seconds,
+                                       std::optional<std::uint64_t> max_bytes) {
+  return bases::collect(older_than_seconds, max_bytes);
 }
 
 }  // namespace chock::workspace

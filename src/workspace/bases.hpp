@@ -16,13 +16,19 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "util/fd.hpp"
+#include "util/subprocess.hpp"
 #include "workspace/build.hpp"
 
 namespace chock::workspace::bases {
+
+// How a root caller's git makes a base: as the run uid `owner` (RunAs,
+// util/subprocess.hpp). Unset where the filter that goes with it cannot be built.
+std::optional<RunAs> as_run_uid(uid_t owner, gid_t group);
 
 // "<uid>-<commit>"
 std::string key(uid_t owner, const std::string& commit);
@@ -49,6 +55,6 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
                            const build::Project& project, uid_t owner, std::size_t max_changes);
 
 // collect_bases (workspace.hpp).
-Expected<BasesCollected> collect(std::int64_t older_than_seconds);
+Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<std::uint64_t> max_bytes);
 
 }  // namespace chock::workspace::bases

@@ -47,7 +47,7 @@ std::string Output::first_error_line() const {
 }
 
 Expected<Output> run(const std::vector<std::string>& args, const Env& env) {
-  ProgramRun program{{"git"}, environment(env), env.cwd, env.stdin_data, env.deadline};
+  ProgramRun program{{"git"}, environment(env), env.cwd, env.stdin_data, env.deadline, env.as};
   program.argv.insert(program.argv.end(), args.begin(), args.end());
   auto r = run_program(program);
   if (!r) return std::move(r).error();

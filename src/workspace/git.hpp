@@ -5,11 +5,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "chock/error.hpp"
+#include "util/subprocess.hpp"
 
 namespace chock::workspace::git {
 
@@ -31,6 +33,7 @@ struct Env {
   // the host side.
   std::chrono::seconds deadline{kDeadline};
   static constexpr int kDeadline = 300;
+  std::optional<RunAs> as;  // a root caller's checkout, as the uid calls run as
 };
 
 // Runs `git ARGS...`; an Error when git could not be started or passed its deadline.

@@ -334,7 +334,28 @@ TEST(ConfigOperator, LimitsOnly) {
   EXPECT_EQ(
       policy.error().message(),
       "/h/config.zon:1:4: error: unknown key '.policy' in the operator's config.zon; the keys there are "
-      ".limits, .toolchain_paths and .allow_private");
+      ".limits, .toolchain_paths, .allow_private and .bases_max_size");
+}
+
+TEST(ConfigOperator, BasesMaxSizeIsASizeOfAtLeastOneMiB) {
+  auto none = parse_operator(".{}", "/h/config.zon");
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_FALSE(none->bases_max_bytes);
+  auto op = parse_operator(".{ .bases_max_size = \"20GiB\" }", "/h/config.zon");
+  ASSERT_TRUE(op) << op.error().message();
+  EXPECT_EQ(op->bases_max_bytes, 20 * kGiB);
+  auto words = parse_operator(".{ .bases_max_size = \"lots\" }", "/h/config.zon");
+  ASSERT_FALSE(words);
+  EXPECT_EQ(words.error().message(), "/h/config.zon:1:22: error: bases_max_size lots: expected a number");
+  auto tiny = parse_operator(".{ .bases_max_size = \"512KiB\" }", "/h/config.zon");
+  ASSERT_FALSE(tiny);
+  EXPECT_NE(tiny.error().message().find("bases_max_size below 1MiB would keep no shared base"),
+            std::string::npos)
+      << tiny.error().message();
+  auto number = parse_operator(".{ .bases_max_size = 1000000000 }", "/h/config.zon");
+  ASSERT_FALSE(number);
+  EXPECT_NE(number.error().message().find("expected a size such as \"10GiB\""), std::string::npos)
+      << number.error().message();
 }
 
 TEST(ConfigBundle, PolicyLimitsAndDenyRead) {
@@ -478,7 +499,7 @@ TEST(ConfigFiles, OperatorFileFromXdgOrHome) {
       bad.error().message(),
       home_file +
           ":1:37: error: unknown key '.network' in the operator's config.zon; the keys there are .limits, "
-          ".toolchain_paths and .allow_private");
+          ".toolchain_paths, .allow_private and .bases_max_size");
 }
 
 TEST(ConfigFiles, BundleFile) {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -35,7 +36,7 @@ BaseDir bases_of(const Fixture& f) {
   if (d == nullptr) return out;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == ".." || name.ends_with(".lock")) continue;
+    if (name == "." || name == ".." || name.ends_with(".lock") || name.ends_with(".size")) continue;
     (name.rfind(".tmp.", 0) == 0 ? out.leftovers : out.bases).push_back(name);
   }
   ::closedir(d);
@@ -177,6 +178,67 @@ TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
   EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
+// A root caller's base: checked out by git running as the run uid (only
+// CAP_DAC_READ_SEARCH kept, to read a repository the run uid could not), so
+// no file is chowned after and no session's git rehashes one; where root
+// cannot give that capability, root checks out and chowns, as before.
+struct RootBase {
+  Output run;
+  int base_chowns = 0;  // chown calls on paths in bases/
+};
+
+RootBase root_base(const Fixture& f, const std::vector<std::string>& prefix) {
+  const std::string trace = f.data() + "/../chown.trace";
+  std::vector<std::string> argv = prefix;
+  for (const char* a : {"strace", "-f", "-qq", "-e", "trace=chown,lchown,fchown,fchownat", "-o"})
+    argv.emplace_back(a);
+  argv.push_back(trace);
+  argv.push_back(chock_binary());
+  for (const char* a : {"run", "--keep", "--", "sh", "-c", "git status --porcelain; stat -c %u m3/f3 .git"})
+    argv.emplace_back(a);
+  RootBase out{run_process(argv, f.options())};
+  std::istringstream lines(read_file(trace));
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("chown") != std::string::npos && l.find("/bases/") != std::string::npos) ++out.base_chowns;
+  return out;
+}
+
+TEST(SharedBase, ARootCallersBaseIsCheckedOutByTheRunUidWithNothingChowned) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "a root caller's base; a user's calls run as the user, who checks out";
+  if (run_process({"strace", "-V"}).status != 0)
+    GTEST_SKIP() << "strace is not installed (scripts/install-deps)";
+  Fixture f;
+  f.init_git();
+  many_files(f, 300, 64);
+  // The project is root's alone: the run uid reaches it only through the capability.
+  const std::string parent = f.project().substr(0, f.project().rfind('/'));
+  ASSERT_EQ(::chmod(parent.c_str(), 0700), 0);
+  RootBase made = root_base(f, {});
+  ASSERT_EQ(made.run.status, 0) << describe(made.run);
+  EXPECT_EQ(made.run.out, "65534\n65534\n") << "a clean status, the files the run uid's\n"
+                                            << describe(made.run);
+  // The base's directory (to the run uid and back), its tree and the .git file Chock writes: nothing git
+  // wrote.
+  EXPECT_LE(made.base_chowns, 4) << "the base's files were chowned after a checkout as root";
+  const std::string base = base_dir(f, bases_of(f).bases.front());
+  struct stat index {};
+  ASSERT_EQ(::stat((base + "/index").c_str(), &index), 0);
+  EXPECT_EQ(index.st_uid, 65534U) << "the index was written by root";
+  Output debug = run_process(
+      {"env", "GIT_INDEX_FILE=" + base + "/index", "git", "-C", f.project(), "ls-files", "--debug"});
+  ASSERT_EQ(debug.status, 0) << describe(debug);
+  EXPECT_NE(debug.out.find("uid: 65534\t"), std::string::npos) << debug.out.substr(0, 400);
+  EXPECT_EQ(debug.out.find("uid: 0\t"), std::string::npos) << "an index entry records root's file";
+
+  // Without the capability to give (out of the bounding set): root checks out, then chowns every file.
+  ASSERT_EQ(run_process({"rm", "-rf", f.data() + "/chock"}).status, 0);
+  RootBase fallback = root_base(f, {"setpriv", "--bounding-set=-dac_read_search"});
+  ASSERT_EQ(fallback.run.status, 0) << describe(fallback.run);
+  EXPECT_EQ(fallback.run.out, "65534\n65534\n") << describe(fallback.run);
+  EXPECT_GT(fallback.base_chowns, 300) << "the fallback did not run: the test above proves nothing";
+}
+
 TEST(SharedBase, GcRemovesABaseNoSessionUsesAndNeverOneInUse) {
   Fixture f;
   f.init_git();
@@ -221,6 +283,78 @@ TEST(SharedBase, GcRemovesABaseNoSessionUsesAndNeverOneInUse) {
   Output recent = f.chock({"workspace", "gc", "--older-than", "1"});
   EXPECT_NE(recent.err.find("1 used more recently than 1 day(s)"), std::string::npos) << describe(recent);
   EXPECT_EQ(bases_of(f).bases.size(), 1U);
+}
+
+TEST(SharedBase, PastTheSizeCapGcRemovesTheUnusedBasesUsedLeastRecentlyFirst) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 200, 4096);
+  // Three commits, a base each; a kept session uses the newest only.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) {
+      write_file(f.file("a.txt"), "commit " + std::to_string(i) + "\n");
+      f.commit_all("step");
+    }
+    Output o = f.run(i == 2 ? std::vector<std::string>{"--keep"} : std::vector<std::string>{}, "true");
+    ASSERT_EQ(o.status, 0) << describe(o);
+    const std::string head = git_ok(f.project(), {"rev-parse", "HEAD"});
+    for (const auto& b : bases_of(f).bases)
+      if (b.ends_with("-" + head)) keys.push_back(b);
+  }
+  ASSERT_EQ(keys.size(), 3U);
+  // Last used: the oldest commit's base longest ago.
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  for (std::size_t i = 0; i < 3; ++i) {
+    const timespec times[2] = {{now - 300 + static_cast<std::int64_t>(i) * 100, 0},
+                               {now - 300 + static_cast<std::int64_t>(i) * 100, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (base_dir(f, keys[i]) + ".lock").c_str(), times, 0), 0);
+  }
+  // Under a cap they all fit: nothing goes (each is younger than the day --older-than asks).
+  Output fits = f.chock({"workspace", "gc", "--older-than", "1", "--max-size", "1TiB"});
+  ASSERT_EQ(fits.status, 0) << describe(fits);
+  EXPECT_NE(fits.err.find("removed 0 shared base(s)"), std::string::npos) << describe(fits);
+  EXPECT_NE(fits.err.find("(0 removed for it)"), std::string::npos) << describe(fits);
+  std::vector<std::uint64_t> sizes;
+  for (const auto& k : keys) sizes.push_back(std::stoull(read_file(base_dir(f, k) + ".size")));
+  for (auto bytes : sizes) EXPECT_GT(bytes, 800U * 1024) << "200 files of 4 KiB";
+  // Room for two: the one used least recently goes.
+  const std::uint64_t two = sizes[1] + sizes[2] + 1024;
+  Output one = f.chock({"workspace", "gc", "--older-than", "1", "--max-size", std::to_string(two)});
+  ASSERT_EQ(one.status, 0) << describe(one);
+  EXPECT_NE(one.err.find("removed 1 shared base(s)"), std::string::npos) << describe(one);
+  EXPECT_NE(one.err.find("(1 removed for it)"), std::string::npos) << describe(one);
+  EXPECT_EQ(bases_of(f).bases,
+            (std::vector<std::string>{std::min(keys[1], keys[2]), std::max(keys[1], keys[2])}));
+  EXPECT_FALSE(exists(base_dir(f, keys[0]) + ".size"));
+  // The sweeper that removal started gcs too (the operator's cap, below):
+  // it is done once the trash is empty.
+  for (int i = 0; i < 200; ++i) {
+    Output left =
+        run_process({"sh", "-c", "ls -A '" + f.data() + "/chock/trash' | grep -vc '^.sweep.lock$'"});
+    if (left.out == "0\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // The operator's cap, below even the base in use: every unused one goes, the one in use stays.
+  ::mkdir((f.config() + "/chock").c_str(), 0755);
+  write_file(f.config() + "/chock/config.zon", ".{ .bases_max_size = \"1MiB\" }\n");
+  Output cap = f.chock({"workspace", "gc", "--older-than", "1"});
+  ASSERT_EQ(cap.status, 0) << describe(cap);
+  EXPECT_NE(cap.err.find("removed 1 shared base(s)"), std::string::npos) << describe(cap);
+  EXPECT_NE(cap.err.find("kept 1 in use"), std::string::npos) << describe(cap);
+  EXPECT_EQ(bases_of(f).bases, std::vector<std::string>{keys[2]});
+  // A session made after all of it finds its base whole.
+  Output still = f.chock({"run", "--session", session_id(f.run({"--keep"}, "true")), "--", "cat", "a.txt"});
+  EXPECT_EQ(still.out, "commit 2\n") << describe(still);
+  // A cap that is not a size is a clear error naming the file.
+  write_file(f.config() + "/chock/config.zon", ".{ .bases_max_size = \"lots\" }\n");
+  Output bad = f.chock({"workspace", "gc"});
+  EXPECT_EQ(bad.status, 2) << describe(bad);
+  EXPECT_NE(bad.err.find("config.zon:1:"), std::string::npos) << describe(bad);
+  EXPECT_NE(bad.err.find("bases_max_size"), std::string::npos) << describe(bad);
+  Output bad_flag = f.chock({"workspace", "gc", "--max-size", "10GB"});
+  EXPECT_EQ(bad_flag.status, 2) << describe(bad_flag);
+  EXPECT_NE(bad_flag.err.find("--max-size"), std::string::npos) << describe(bad_flag);
 }
 
 TEST(SharedBase, AChockKilledWhileItMakesABaseLeavesNoneHalfMadeThatASessionWouldUse) {
