@@ -38,6 +38,7 @@ struct Overlay {
   std::string upper;
   std::string work;
   std::string target;
+  std::vector<std::string> lower_below = {};  // more read-only layers under `lower`, top first
 };
 
 // A Landlock rule: a path inside the sandbox and the grant set beneath it.

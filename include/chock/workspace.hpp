@@ -37,10 +37,14 @@
 //                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and
 //                       renamed into place whole (bases.hpp); a base for a
 //                       new commit is derived from the uid's base used last
-//                       when few paths differ: every file hard-linked, then
-//                       `git read-tree -m -u` writes only what changed
-//                       (base_derive.cpp; git inside does not trust ctime,
-//                       which a link moves). A root caller's base is
+//                       when few paths differ, at the cost of what differs:
+//                       its tree/ holds only the files that changed and a
+//                       whiteout for each path gone, its `layers` names the
+//                       bases below it (top first, at most kMaxLayers), and a
+//                       session's overlay stacks them all under its own
+//                       layer; its index is the donor's with the changed
+//                       entries replaced (base_derive.cpp). A base others
+//                       stack on is kept while they are. A root caller's base is
 //                       checked out by git running as the run uid with
 //                       CAP_DAC_READ_SEARCH alone (RunAs in
 //                       util/subprocess.hpp): its files and index are that
@@ -352,10 +356,9 @@ Expected<std::size_t> sweep_trash();
 // last used more than `older_than_seconds` ago, and what unfinished makings
 // of a base left; then, while the bases left take more than `max_bytes`,
 // the unused one used least recently, whatever its age. A base a session
-// uses, or one held for a session being made, is never removed. A base's
-// size is counted once (kept in bases/<key>.size beside its lock: a base
-// never changes), its hard links to an older base's files included, so the
-// total can only overstate what removing them would free.
+// uses, one held for a session being made and one other bases stack on are
+// never removed. A base's size is counted once (kept in bases/<key>.size
+// beside its lock: a base never changes); a derived base's is its own layer's.
 struct BasesCollected {
   std::vector<std::string> removed;  // "<uid>-<commit>" (or the leftover's name)
   std::uint64_t freed_bytes = 0;

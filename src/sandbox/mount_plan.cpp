@@ -120,6 +120,15 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
     auto fd = open_source(*fields[i], label + " (" + *fields[i] + ")");
     if (!fd) return std::move(fd).error();
   }
+  for (const auto& below : overlay.lower_below) {
+    const std::string layer = normalize_absolute(below);
+    if (layer.empty() || layer.find_first_of(":,\\") != std::string::npos)
+      return Error{label + ": " + below + ": needs an absolute path without : , or \\", "", 0,
+                   Errc::bad_config};
+    auto fd = open_source(layer, label + " (" + layer + ")");
+    if (!fd) return std::move(fd).error();
+    op.source += ":" + layer;  // lowerdir lists the layers top first
+  }
   op.access = Access::read_write;
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;

@@ -21,11 +21,40 @@ const char* const kMaskedProcEntries[20] = {
 
 const char kDenyNotice[] = "chock: this file is denied by the project. Its bytes are not in this sandbox.\n";
 
+namespace {
+
+// The lower layers ("a:b:c", top first) one by one ("lowerdir+", Linux 6.8):
+// fsconfig takes at most 255 bytes a value, less than a few layers' paths.
+// Before 6.8 (EINVAL for the key), the list whole. System calls only.
+bool set_lower_layers(int fs, const char* list) noexcept {
+  char layer[PATH_MAX];
+  bool first = true;
+  for (const char* p = list;;) {
+    const char* colon = std::strchr(p, ':');
+    const std::size_t n = colon != nullptr ? static_cast<std::size_t>(colon - p) : std::strlen(p);
+    if (n >= sizeof layer) {
+      errno = ENAMETOOLONG;
+      return false;
+    }
+    std::memcpy(layer, p, n);
+    layer[n] = '\0';
+    if (sys::fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", layer, 0) != 0) {
+      if (first && errno == EINVAL) return sys::fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", list, 0) == 0;
+      return false;
+    }
+    first = false;
+    if (colon == nullptr) return true;
+    p = colon + 1;
+  }
+}
+
+}  // namespace
+
 // A detached overlayfs mount, or -1 with errno. System calls only.
 int make_overlay(const MountOp& op) noexcept {
   int fs = sys::fsopen("overlay", FSOPEN_CLOEXEC);
   if (fs < 0) return -1;
-  bool ok = sys::fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", op.source.c_str(), 0) == 0 &&
+  bool ok = set_lower_layers(fs, op.source.c_str()) &&
             sys::fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", op.upper.c_str(), 0) == 0 &&
             sys::fsconfig(fs, FSCONFIG_SET_STRING, "workdir", op.work.c_str(), 0) == 0 &&
             sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0 &&

@@ -1,139 +1,237 @@
-// A base for a new commit made from a base Chock already has: every file
-// hard-linked (one link(2) each, no bytes copied), the donor's index copied,
-// then `git read-tree -m -u` from the donor's commit to the new one, which
-// writes only the files that differ (git replaces a file by unlinking it and
-// creating a new one, so the donor's inodes are never written through a
-// link). The files it did not touch keep their inode numbers and times, so
-// the copied index still describes them; a hard link moves their change time
-// (ctime), which is why the bases' git and the sessions' git do not trust
-// ctime (core.trustctime false: size, mtime and inode still tell a change).
-#include <dirent.h>
+// A base for a new commit made from a base Chock already has, at the cost of
+// what differs: its tree/ holds only the files that differ from the donor's
+// commit (written by `git checkout-index`) and, for each path that is gone,
+// a whiteout (a 0/0 character device, which overlayfs takes for "deleted";
+// the kernel lets anyone make one). Its `layers` file names the donor and the
+// donor's own layers, top first: a session's overlay stacks them under this
+// tree. The index is the donor's with the entries that differ replaced (an
+// unchanged entry keeps its stat data: through the overlay its file is the
+// same inode) and the stat data of the files written.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <set>
 
 #include "util/fd.hpp"
 #include "workspace/bases.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
+#include "workspace/session_record.hpp"
 
 namespace chock::workspace::bases {
 
 namespace {
 
-constexpr int kMaxDepth = 256;
+// What differs between two commits: the paths the new one has other bytes,
+// mode or type at (or newly), and those it no longer has.
+struct Changes {
+  std::vector<std::string> written, gone;
+  std::string index_info;  // the same, as `git update-index -z --index-info` takes them: gone first
+};
 
-// Links every entry below `from` into `to` (made), directories made with the
-// same mode and given to `owner` when set.
-Expected<void> link_tree(int from, int to, const std::string& path, const fs::Owner* owner, int depth) {
-  if (depth > kMaxDepth) return Error{"link the base: too deep", path, ELOOP};
-  const int listing = ::dup(from);
-  if (listing < 0) return sys_error("dup", path);
-  DIR* dir = ::fdopendir(listing);
-  if (dir == nullptr) {
-    ::close(listing);
-    return sys_error("opendir", path);
-  }
-  Expected<void> result;
-  while (dirent* e = ::readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    std::string sub = path;
-    sub += '/';
-    sub += name;
-    struct stat st {};
-    if (::fstatat(from, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      result = sys_error("stat", sub);
-      break;
+Expected<std::optional<Changes>> changes_between(const build::Project& project, const std::string& from,
+                                                 std::size_t max_changes) {
+  auto diff = git::run({"diff", "--no-renames", "--raw", "--no-abbrev", "-z", from, project.head},
+                       git::repo_env(project.common_dir));
+  if (!diff) return std::move(diff).error();
+  if (!diff->ok()) return std::optional<Changes>();  // the donor's commit is not in this repository
+  // ":OLD_MODE NEW_MODE OLD_ID NEW_ID STATUS", then the path.
+  const auto fields = git::split(diff->out, '\0');
+  if (fields.size() % 2 != 0) return Error{"read what differs from the donor base", from, EPROTO};
+  if (fields.size() / 2 > max_changes) return std::optional<Changes>();  // a fresh checkout writes less
+  Changes c;
+  std::string added;
+  for (std::size_t i = 0; i < fields.size(); i += 2) {
+    const auto meta = git::split(fields[i], ' ');
+    if (meta.size() != 5 || !git::is_object_id(meta[3]) || meta[4].empty())
+      return Error{"read what differs from the donor base: " + fields[i].substr(0, 80), from, EPROTO};
+    const std::string& path = fields[i + 1];
+    if (meta[4] == "D") {
+      c.gone.push_back(path);
+      c.index_info.append("0 ").append(meta[3]).append("\t").append(path).push_back('\0');
+    } else {
+      c.written.push_back(path);
+      added.append(meta[1]).append(" ").append(meta[3]).append("\t").append(path).push_back('\0');
     }
-    if (!S_ISDIR(st.st_mode)) {
-      // linkat without AT_SYMLINK_FOLLOW links a symbolic link itself.
-      if (::linkat(from, e->d_name, to, e->d_name, 0) != 0) {
-        result = sys_error("link", sub);
+  }
+  c.index_info += added;
+  return std::optional<Changes>(std::move(c));
+}
+
+// Which of the paths gone and the directories above them are directories
+// of the new commit: one `git cat-file --batch-check` of just those, no walk
+// of the tree. Nullopt for a name with a newline (a fresh checkout then).
+Expected<std::optional<std::set<std::string>>> directories_kept(const build::Project& project,
+                                                                const std::vector<std::string>& gone) {
+  std::set<std::string> above(gone.begin(), gone.end());
+  for (const auto& p : gone)
+    for (std::size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1))
+      above.insert(p.substr(0, slash));
+  std::set<std::string> out;
+  if (above.empty()) return std::optional<std::set<std::string>>(out);
+  git::Env env = git::repo_env(project.common_dir);
+  for (const auto& d : above) {
+    if (d.find('\n') != std::string::npos) return std::optional<std::set<std::string>>();
+    env.stdin_data.append(project.head).append(":").append(d).push_back('\n');
+  }
+  auto types =
+      git::capture({"cat-file", "--batch-check=%(objecttype)"}, env, "look up the new commit's directories");
+  if (!types) return std::move(types).error();
+  const auto answers = git::split(*types, '\n');
+  if (answers.size() != above.size())
+    return Error{"look up the new commit's directories: answers do not match", project.head, EPROTO};
+  std::size_t i = 0;
+  for (const auto& d : above)
+    if (answers[i++] == "tree") out.insert(d);
+  return std::optional<std::set<std::string>>(std::move(out));
+}
+
+// The paths to mark deleted: for each path gone, the topmost of it and its
+// directories the new commit does not have, unless something of the new
+// commit stands in its place (a file, or a directory where a file was),
+// which hides what is below in any case.
+std::set<std::string> whiteouts_for(const Changes& c, const std::set<std::string>& new_dirs) {
+  const std::set<std::string> written(c.written.begin(), c.written.end());
+  std::set<std::string> out;
+  for (const auto& p : c.gone) {
+    std::string target = p;
+    for (std::size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1)) {
+      if (new_dirs.count(p.substr(0, slash)) == 0) {
+        target = p.substr(0, slash);
         break;
       }
-      continue;
     }
-    if (::mkdirat(to, e->d_name, st.st_mode & 07777) != 0) {
-      result = sys_error("mkdir", sub);
-      break;
-    }
-    UniqueFd sub_from(::openat(from, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    UniqueFd sub_to(::openat(to, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub_from || !sub_to) {
-      result = sys_error("open", sub);
-      break;
-    }
-    if (owner != nullptr && ::fchown(sub_to.get(), owner->uid, owner->gid) != 0) {
-      result = sys_error("chown", sub);
-      break;
-    }
-    result = link_tree(sub_from.get(), sub_to.get(), sub, owner, depth + 1);
-    if (!result) break;
+    if (written.count(target) == 0 && new_dirs.count(target) == 0) out.insert(target);
   }
-  ::closedir(dir);
-  return result;
+  return out;
+}
+
+// A whiteout at `rel` below `tree`, its missing directories made (given to `owner` when set).
+Expected<void> make_whiteout(const std::string& tree, const std::string& rel, const fs::Owner* owner) {
+  for (std::size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
+    const std::string dir = tree + "/" + rel.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      if (owner != nullptr && ::lchown(dir.c_str(), owner->uid, owner->gid) != 0)
+        return sys_error("chown", dir);
+    } else if (errno != EEXIST) {
+      return sys_error("mkdir", dir);
+    }
+  }
+  const std::string path = tree + "/" + rel;
+  if (::mknod(path.c_str(), S_IFCHR | 0000, ::makedev(0, 0)) != 0) return sys_error("make a whiteout", path);
+  return {};
+}
+
+// What git wrote as root goes to the run uid: each path written and the directories it made.
+Expected<void> give_written(const std::string& tree, const std::vector<std::string>& paths,
+                            const fs::Owner& to) {
+  for (const auto& p : paths) {
+    for (std::size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1)) {
+      struct stat st {};
+      const std::string parent = tree + "/" + p.substr(0, slash);
+      if (::lstat(parent.c_str(), &st) == 0 && st.st_uid != to.uid &&
+          ::lchown(parent.c_str(), to.uid, to.gid) != 0)
+        return sys_error("chown", parent);
+    }
+    const std::string file = tree + "/" + p;
+    if (::lchown(file.c_str(), to.uid, to.gid) != 0 && errno != ENOENT) return sys_error("chown", file);
+  }
+  return {};
+}
+
+// Whether a session's overlay can stack `layers` trees whose paths are
+// `path_length` long: one by one from Linux 6.8 (mount_tree.cpp); before,
+// in one fsconfig value of at most 255 bytes.
+bool layers_fit(std::size_t layers, std::size_t path_length) {
+  static const bool one_by_one = [] {
+    utsname u{};
+    int major = 0, minor = 0;
+    return ::uname(&u) == 0 && std::sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+           (major > 6 || (major == 6 && minor >= 8));
+  }();
+  return one_by_one || layers * (path_length + 1) <= 256;
 }
 
 }  // namespace
 
-Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_commit,
+Expected<std::vector<std::string>> layers_below(const std::string& base_dir) {
+  std::vector<std::string> keys;
+  auto text = fs::read_file_nofollow(base_dir + "/layers", 1 << 16);
+  if (!text) return text.error().code == ENOENT ? Expected<std::vector<std::string>>(keys) : text.error();
+  for (auto& k : git::split(*text, '\n')) {
+    if (!is_base_key(k))
+      return Error{"a shared base's layers name something else: " + k.substr(0, 80), base_dir, EINVAL};
+    keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_key,
                            const build::Project& project, uid_t owner, std::size_t max_changes) {
-  git::Env plain = git::repo_env(project.common_dir);
-  // The paths that differ: what read-tree will write, and what a root caller gives to the run uid.
-  auto changed = git::run({"diff", "--no-renames", "--name-only", "-z", donor_commit, project.head}, plain);
-  if (!changed) return std::move(changed).error();
-  if (!changed->ok()) return false;  // the donor's commit is not in this repository
-  const auto paths = git::split(changed->out, '\0');
-  if (paths.size() > max_changes) return false;  // a fresh checkout writes less
+  auto below = layers_below(donor);
+  if (!below) return std::move(below).error();
+  // A fresh checkout starts a new stack.
+  if (below->size() + 1 >= kMaxLayers || !layers_fit(below->size() + 2, donor.size() + 5)) return false;
+  const std::string donor_commit = donor_key.substr(donor_key.find('-') + 1);
+  auto changes = changes_between(project, donor_commit, max_changes);
+  if (!changes) return std::move(changes).error();
+  if (!*changes) return false;
+  auto new_dirs = directories_kept(project, (*changes)->gone);
+  if (!new_dirs) return std::move(new_dirs).error();
+  if (!*new_dirs) return false;
 
   const std::string tree = dir + "/tree";
   const bool root_caller = ::geteuid() == 0 && owner != 0;
   const fs::Owner given{owner, build::group_of(owner)};
   if (::mkdir(tree.c_str(), 0755) != 0) return sys_error("mkdir", tree);
-  if (root_caller && ::chown(tree.c_str(), given.uid, given.gid) != 0) return sys_error("chown", tree);
-  {
-    UniqueFd from(::open((donor + "/tree").c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    UniqueFd to(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!from || !to) return sys_error("open", donor + "/tree");
-    if (auto r = link_tree(from.get(), to.get(), tree, root_caller ? &given : nullptr, 0); !r)
-      return std::move(r).error();
-  }
+  if (root_caller &&
+      (::chown(tree.c_str(), given.uid, given.gid) != 0 || ::chown(dir.c_str(), given.uid, given.gid) != 0))
+    return sys_error("chown", dir);
   if (auto r = fs::copy_entry(donor + "/index", dir + "/index"); !r) return std::move(r).error();
   auto env = git::repo_env(project.common_dir, tree, dir + "/index", {});
-  const std::vector<std::string> move{
-      "-c", "core.trustctime=false", "read-tree", "-m", "-u", donor_commit, project.head};
-  // A root caller's run uid writes the files itself (bases.cpp make_base);
-  // root does, then chowns them, only where it cannot be given those credentials.
-  bool chown_after = root_caller;
+  // The index to the new commit (an unchanged entry keeps its stat data) and
+  // the files that differ written into this tree, in two steps with no walk
+  // of the two trees (where `read-tree -m -u` spent most of its time): the
+  // entries that differ set, then their files written and their stat data
+  // taken. As the run uid for a root caller (bases.cpp make_base), else
+  // root, then chowned.
+  git::Env index_info = env;
+  index_info.stdin_data = (*changes)->index_info;
+  const std::vector<std::string> set{"update-index", "-z", "--index-info"};
+  git::Env write = env;
+  for (const auto& p : (*changes)->written) write.stdin_data.append(p).push_back('\0');
+  const std::vector<std::string> check_out{"checkout-index", "-u", "-f", "-z", "--stdin"};
+  bool chown_after = false;
   if (root_caller) {
-    if (::chown(dir.c_str(), given.uid, given.gid) != 0) return sys_error("chown", dir);
-    env.as = as_run_uid(given.uid, given.gid);
-    auto moved = env.as ? git::run(move, env) : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
-    env.as.reset();
+    index_info.as = write.as = as_run_uid(given.uid, given.gid);
+    auto moved =
+        index_info.as ? git::run(set, index_info) : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
+    if (moved && moved->ok()) moved = git::run(check_out, write);
+    index_info.as.reset();
+    write.as.reset();
     if (moved && !moved->ok()) return false;  // a fresh checkout, from a clean tree
     chown_after = !moved;
   }
-  if (chown_after || !root_caller)
-    if (auto r = git::capture(move, env, "move the base to the new commit"); !r) return std::move(r).error();
+  if (!root_caller || chown_after) {
+    if (auto r = git::capture(set, index_info, "move the base's index to the new commit"); !r)
+      return std::move(r).error();
+    if (auto r = git::capture(check_out, write, "write what differs from the donor base"); !r)
+      return std::move(r).error();
+  }
+  for (const auto& w : whiteouts_for(**changes, **new_dirs))
+    if (auto r = make_whiteout(tree, w, root_caller ? &given : nullptr); !r) return std::move(r).error();
+  std::string layers = donor_key + "\n";
+  for (const auto& k : *below) layers.append(k).push_back('\n');
+  if (auto r = fs::write_file(dir + "/layers", layers); !r) return std::move(r).error();
   if (chown_after) {
-    // What git wrote is root's: each changed path, and the directories it made, go to the run uid.
-    for (const auto& p : paths) {
-      for (std::size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1)) {
-        struct stat st {};
-        const std::string parent = tree + "/" + p.substr(0, slash);
-        if (::lstat(parent.c_str(), &st) == 0 && st.st_uid != given.uid &&
-            ::lchown(parent.c_str(), given.uid, given.gid) != 0)
-          return sys_error("chown", parent);
-      }
-      std::string file = tree;
-      file += '/';
-      file += p;
-      if (::lchown(file.c_str(), given.uid, given.gid) != 0 && errno != ENOENT)
-        return sys_error("chown", file);
-    }
+    if (auto r = give_written(tree, (*changes)->written, given); !r) return std::move(r).error();
+    // chown moved the written files' ctime and owner: their index entries are refreshed
+    // (those of the files below, absent from this tree, are left as they are).
     auto refreshed = git::run({"-c", "core.trustctime=false", "update-index", "-q", "--refresh"}, env);
     if (!refreshed) return std::move(refreshed).error();
     if (refreshed->status > 1)

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <optional>
+#include <set>
 
 #include "sandbox/seccomp.hpp"
 #include "workspace/fs.hpp"
@@ -133,7 +134,7 @@ Expected<void> settle_index(Held& held, const std::string& common_dir, const std
 // uid used last (its lock file's time), held shared meanwhile so gc leaves it.
 struct Donor {
   UniqueFd lock;
-  std::string dir, commit;
+  std::string dir, key;
 };
 
 std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const std::string& commit) {
@@ -141,7 +142,7 @@ std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const s
   if (d == nullptr) return std::nullopt;
   const std::string prefix = std::to_string(owner) + "-";
   std::string best;
-  std::int64_t best_time = -1;
+  std::int64_t best_time = -1;  // in nanoseconds: two bases are often used within one second
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.rfind(prefix, 0) != 0 || !is_base_key(name) || name == prefix + commit) continue;
@@ -150,8 +151,10 @@ std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const s
     dir += name;
     struct stat st {};
     if (::stat((dir + ".lock").c_str(), &st) != 0 || !fs::is_dir(dir)) continue;
-    if (st.st_mtim.tv_sec > best_time) {
-      best_time = st.st_mtim.tv_sec;
+    const std::int64_t used_at =
+        static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (used_at > best_time) {
+      best_time = used_at;
       best = name;
     }
   }
@@ -159,7 +162,7 @@ std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const s
   if (best.empty()) return std::nullopt;
   auto fd = open_lock(root + "/" + best + ".lock");
   if (!fd || ::flock(fd->get(), LOCK_SH) != 0 || !fs::is_dir(root + "/" + best)) return std::nullopt;
-  return Donor{std::move(*fd), root + "/" + best, best.substr(prefix.size())};
+  return Donor{std::move(*fd), root + "/" + best, best};
 }
 
 // From the nearest base when few files differ, else a fresh checkout.
@@ -169,7 +172,7 @@ Expected<void> make_from_nearest(const std::string& tmp, const std::string& root
   if (auto donor = nearest_donor(root, owner, project.head); donor) {
     const std::uint64_t entries = build::index_entries(donor->dir + "/index");
     auto derived =
-        derive_base(tmp, donor->dir, donor->commit, project, owner, static_cast<std::size_t>(entries / 5));
+        derive_base(tmp, donor->dir, donor->key, project, owner, static_cast<std::size_t>(entries / 5));
     if (!derived) return std::move(derived).error();
     if (*derived) return {};
     if (auto r = fs::remove_tree(tmp + "/tree"); !r) return r;
@@ -189,10 +192,14 @@ std::string key(uid_t owner, const std::string& commit) {
   return std::to_string(owner) + "-" + commit;
 }
 
-Expected<std::string> tree_of(const std::string& k) {
+Expected<std::vector<std::string>> layers_of(const std::string& k) {
   auto dir = bases_dir(false);
-  if (!dir) return dir;
-  return *dir + "/" + k + "/tree";
+  if (!dir) return std::move(dir).error();
+  auto below = layers_below(*dir + "/" + k);
+  if (!below) return std::move(below).error();
+  std::vector<std::string> trees{*dir + "/" + k + "/tree"};
+  for (const auto& b : *below) trees.push_back(*dir + "/" + b + "/tree");
+  return trees;
 }
 
 Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
@@ -258,6 +265,25 @@ bool named_in(const std::vector<std::string>& records, const std::string& k) {
                      [&](const std::string& r) { return r.find(k) != std::string::npos; });
 }
 
+// The bases other bases stack on (their `layers`), those being made included:
+// kept while those are.
+Expected<std::set<std::string>> stacked_on(const std::string& root) {
+  std::set<std::string> out;
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return sys_error("opendir", root);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  for (const auto& name : names) {
+    if (name == "." || name == ".." || (!is_base_key(name) && name.rfind(kTmpPrefix, 0) != 0)) continue;
+    if (!fs::is_dir(root + "/" + name)) continue;
+    auto below = layers_below(root + "/" + name);
+    if (!below) return std::move(below).error();
+    out.insert(below->begin(), below->end());
+  }
+  return out;
+}
+
 // A base's size, counted once and kept beside its lock (a base never changes).
 std::uint64_t size_of(const std::string& root, const std::string& k) {
   const std::string kept = root + "/" + k + ".size";
@@ -291,14 +317,19 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
   ::closedir(d);
   auto records = session_records();
   if (!records) return std::move(records).error();
+  auto stacked = stacked_on(*root);
+  if (!stacked) return std::move(stacked).error();
   // Removed only under the base's exclusive lock, which a session being made
-  // over it holds shared until its record names the base: the records are
-  // read again then, so a session made since the first read is seen.
+  // over it, or a base being derived from it, holds shared until the session's
+  // record or the derived base's layers name it: both are read again then,
+  // so what was made since the first reading is seen.
   auto remove_locked = [&](const std::string& name, const std::string& k, bool unfinished) -> Expected<bool> {
     if (!unfinished) {
       auto now_records = session_records();
       if (!now_records) return std::move(now_records).error();
-      if (named_in(*now_records, k)) return false;
+      auto now_stacked = stacked_on(*root);
+      if (!now_stacked) return std::move(now_stacked).error();
+      if (named_in(*now_records, k) || now_stacked->count(k) != 0) return false;
     }
     const std::string path = *root + "/" + name;
     const std::uint64_t bytes = unfinished ? fs::disk_usage(path) : size_of(*root, k);
@@ -322,7 +353,7 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
     }
     if (!is_base_key(k) || (!unfinished && !fs::is_dir(*root + "/" + name))) continue;
     const std::string lock_path = *root + "/" + k + ".lock";
-    const bool used = !unfinished && named_in(*records, k);
+    const bool used = !unfinished && (named_in(*records, k) || stacked->count(k) != 0);
     // Used recently: kept without taking its lock (the sweeper's gc of old
     // bases never stands in the way of a session being made).
     struct stat used_at {};

@@ -32,8 +32,14 @@ std::optional<RunAs> as_run_uid(uid_t owner, gid_t group);
 
 // "<uid>-<commit>"
 std::string key(uid_t owner, const std::string& commit);
-// <data dir>/bases/<key>/tree: the lower layer of the sessions over it.
-Expected<std::string> tree_of(const std::string& key);
+// The lower layers of the sessions over the base `key`, top first: its own
+// tree, then those of the bases it was derived from (base_derive.cpp).
+Expected<std::vector<std::string>> layers_of(const std::string& key);
+// The keys a base's tree stacks on (its `layers` file), top first; none for
+// a base checked out whole.
+Expected<std::vector<std::string>> layers_below(const std::string& base_dir);
+// How deep a stack of derived bases grows before a fresh checkout starts a new one.
+inline constexpr std::size_t kMaxLayers = 8;
 
 // A base held for a session being made: the shared lock and where it is.
 struct Held {
@@ -46,12 +52,14 @@ struct Held {
 Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
                     std::uint32_t progress_after_ms);
 
-// Makes the base of `project`'s HEAD in `dir` from the base `donor` of
-// `donor_commit` (base_derive.cpp): hard links, the donor's index, and only
-// the files that differ written. False (nothing made but dir/tree) when the
-// donor's commit is not in this repository or more than `max_changes` paths
-// differ: a fresh checkout is then the cheaper way.
-Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_commit,
+// Makes the base of `project`'s HEAD in `dir` from the base `donor` (its
+// key `donor_key`; base_derive.cpp): a tree of only the files that differ
+// and whiteouts for those gone, stacked on the donor's layers, and the
+// donor's index moved to the new commit. False (nothing made but, perhaps,
+// dir/tree and dir/index) when the donor's commit is not in this repository,
+// more than `max_changes` paths differ or the stack is kMaxLayers deep: a
+// fresh checkout is then the way.
+Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_key,
                            const build::Project& project, uid_t owner, std::size_t max_changes);
 
 // collect_bases (workspace.hpp).

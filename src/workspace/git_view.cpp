@@ -127,8 +127,9 @@ Expected<std::string> generated_config(const std::string& real_common) {
   // A gc is the call's to run: not in the middle of another command.
   // info/ is the view's (read-only): a repack inside writes no server info there.
   out += "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[repack]\n\tupdateServerInfo = false\n";
-  // The tree's unchanged files are shared with other bases by hard links,
-  // whose making moves a file's ctime: size, mtime and inode tell a change.
+  // A base an older Chock made shares files with others by hard links, and a
+  // root caller's base made without the capability to give is chowned: both
+  // move a file's ctime, so size, mtime and inode tell a change.
   out += "[core]\n\ttrustctime = false\n";
   return out;
 }

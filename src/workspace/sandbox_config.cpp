@@ -33,16 +33,22 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
         config.binds.push_back(
             Bind{s.tree() + "/chock.zon", s.project + "/chock.zon", Access::read_only_file});
     } else {
-      // An overlay: the commit's shared base below, the session's own layer above.
-      auto lower = bases::tree_of(s.shared_base);
-      if (!lower) return std::move(lower).error();
-      if (!fs::is_dir(*lower))
-        return Error{"session " + s.id + ": its shared base is gone (chock workspace remove " + s.id +
-                         " --force parks its commits)",
-                     *lower, ENOENT};
-      config.overlays.push_back(Overlay{*lower, s.upper(), s.work(), s.project});
-      // chock.zon as the tree shows it: the session's layer's, else the base's.
-      for (const std::string& layer : {s.upper(), *lower}) {
+      // An overlay: the commit's shared base below (its layers, when derived
+      // from an older base), the session's own layer above.
+      auto lowers = bases::layers_of(s.shared_base);
+      if (!lowers) return std::move(lowers).error();
+      for (const auto& lower : *lowers)
+        if (!fs::is_dir(lower))
+          return Error{"session " + s.id + ": its shared base is gone (chock workspace remove " + s.id +
+                           " --force parks its commits)",
+                       lower, ENOENT};
+      config.overlays.push_back(Overlay{lowers->front(), s.upper(), s.work(), s.project,
+                                        std::vector<std::string>(lowers->begin() + 1, lowers->end())});
+      // chock.zon as the tree shows it: the topmost layer that has it (a
+      // whiteout, or anything but a file, ends the search with none).
+      std::vector<std::string> layers{s.upper()};
+      layers.insert(layers.end(), lowers->begin(), lowers->end());
+      for (const std::string& layer : layers) {
         const std::string zon = layer + "/chock.zon";
         if (::lstat(zon.c_str(), &st) != 0) continue;
         if (S_ISREG(st.st_mode))

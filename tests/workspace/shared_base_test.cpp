@@ -136,22 +136,69 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   ASSERT_EQ(bases_of(f).bases.size(), 2U);
   std::string newer =
       bases_of(f).bases.front() == older ? bases_of(f).bases.back() : bases_of(f).bases.front();
-  // Made from the older base: an unchanged file is the same inode in both,
-  // a changed one a new file; the older base is as its commit has it.
+  // Made from the older base: the newer one's own tree holds what differs
+  // and a whiteout for each path gone, and stacks on the older one.
+  EXPECT_EQ(
+      lines(run_process({"sh", "-c", "cd '" + base_dir(f, newer) + "/tree' && find . -type f | sort"}).out),
+      (std::vector<std::string>{"./a.txt", "./new/d.txt", "./sub/moved.txt"}));
+  EXPECT_EQ(
+      lines(run_process({"sh", "-c", "cd '" + base_dir(f, newer) + "/tree' && find . -type c | sort"}).out),
+      (std::vector<std::string>{"./b.txt", "./sub/c.txt"}));
+  EXPECT_EQ(read_file(base_dir(f, newer) + "/layers"), older + "\n");
   struct stat in_older {
-  }, in_newer{}, changed{};
+  }, changed{};
   ASSERT_EQ(::stat((base_dir(f, older) + "/tree/m3/f3").c_str(), &in_older), 0);
-  ASSERT_EQ(::stat((base_dir(f, newer) + "/tree/m3/f3").c_str(), &in_newer), 0);
-  EXPECT_EQ(in_older.st_ino, in_newer.st_ino) << "the newer base was checked out anew, not derived";
   ASSERT_EQ(::stat((base_dir(f, newer) + "/tree/a.txt").c_str(), &changed), 0);
-  EXPECT_NE(changed.st_ino, in_older.st_ino);
-  EXPECT_EQ(changed.st_uid, in_newer.st_uid) << "a file git wrote is not the run uid's";
+  EXPECT_EQ(changed.st_uid, in_older.st_uid) << "a file git wrote is not the run uid's";
   EXPECT_EQ(read_file(base_dir(f, older) + "/tree/a.txt"), "alpha\n");
   EXPECT_EQ(read_file(base_dir(f, older) + "/tree/b.txt"), "bravo\n");
+  // Inside, an unchanged file is the older base's own inode: nothing was copied.
+  Output inode = f.chock({"run", "--session", session_id(second), "--", "stat", "-c", "%i", "m3/f3"});
+  EXPECT_EQ(inode.out, std::to_string(in_older.st_ino) + "\n") << describe(inode);
   // The older session still sees its own commit.
   Output old = f.chock(
       {"run", "--session", session_id(first), "--", "sh", "-c", "cat b.txt a.txt; git status --porcelain"});
   EXPECT_EQ(old.out, "bravo\nalpha\n") << describe(old);
+
+  // A third commit, from the second base: a directory gone whole, a file
+  // that becomes a directory, one that becomes a link.
+  git_ok(f.project(), {"rm", "-rq", "m7"});
+  ASSERT_EQ(::unlink(f.file("a.txt").c_str()), 0);
+  ::mkdir(f.file("a.txt").c_str(), 0755);
+  write_file(f.file("a.txt/inner"), "inner\n");
+  ASSERT_EQ(::unlink(f.file("new/d.txt").c_str()), 0);
+  ASSERT_EQ(::symlink("../sub/moved.txt", f.file("new/d.txt").c_str()), 0);
+  git_ok(f.project(), {"add", "-A"});
+  git_ok(f.project(), {"commit", "-qm", "third"});
+  Output third = f.run({"--keep"},
+                       "git ls-tree -r --name-only HEAD; echo ---; "
+                       "find . -path ./.git -prune -o \\( -type f -o -type l \\) -print | sed 's|^\\./||'; "
+                       "echo ---; test -e m7 && echo m7-is-there; cat a.txt/inner; readlink new/d.txt; "
+                       "git status --porcelain");
+  ASSERT_EQ(third.status, 0) << describe(third);
+  const auto cut1 = third.out.find("---\n"), cut2 = third.out.find("---\n", cut1 + 4);
+  ASSERT_NE(cut2, std::string::npos) << third.out;
+  EXPECT_EQ(lines(third.out.substr(0, cut1)), lines(third.out.substr(cut1 + 4, cut2 - cut1 - 4)));
+  EXPECT_EQ(lines(third.out.substr(0, cut1)).size(), 48U);
+  EXPECT_EQ(third.out.substr(cut2 + 4), "inner\n../sub/moved.txt\n") << "m7 gone, a clean status";
+  ASSERT_EQ(bases_of(f).bases.size(), 3U);
+  std::string newest;
+  for (const auto& b : bases_of(f).bases)
+    if (b != older && b != newer) newest = b;
+  EXPECT_EQ(read_file(base_dir(f, newest) + "/layers"), newer + "\n" + older + "\n");
+  struct stat gone {};
+  ASSERT_EQ(::lstat((base_dir(f, newest) + "/tree/m7").c_str(), &gone), 0);
+  EXPECT_TRUE(S_ISCHR(gone.st_mode) && gone.st_rdev == 0) << "the directory gone whole is one whiteout";
+
+  // A base others stack on is kept while they are, though no session uses it.
+  for (const auto& o : {first, second})
+    ASSERT_EQ(f.chock({"workspace", "remove", "--force", session_id(o)}).status, 0);
+  Output gc = f.chock({"workspace", "gc"});
+  EXPECT_NE(gc.err.find("removed 0 shared base(s)"), std::string::npos) << describe(gc);
+  EXPECT_EQ(bases_of(f).bases.size(), 3U);
+  Output still = f.chock({"run", "--session", session_id(third), "--", "cat", "b.txt", "m3/f3"});
+  EXPECT_EQ(still.status, 1) << describe(still);
+  EXPECT_EQ(still.out, std::string(8, 'd')) << describe(still);
 }
 
 TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
@@ -293,6 +340,10 @@ TEST(SharedBase, PastTheSizeCapGcRemovesTheUnusedBasesUsedLeastRecentlyFirst) {
   std::vector<std::string> keys;
   for (int i = 0; i < 3; ++i) {
     if (i > 0) {
+      // Every file rewritten: a base of its own, not one stacked on the last.
+      for (int n = 0; n < 200; ++n)
+        write_file(f.file("m" + std::to_string(n % 10) + "/f" + std::to_string(n)),
+                   std::string(4096, static_cast<char>('0' + i)));
       write_file(f.file("a.txt"), "commit " + std::to_string(i) + "\n");
       f.commit_all("step");
     }
