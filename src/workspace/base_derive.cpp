@@ -227,7 +227,7 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
     if (auto r = make_whiteout(tree, w, root_caller ? &given : nullptr); !r) return std::move(r).error();
   std::string layers = donor_key + "\n";
   for (const auto& k : *below) layers.append(k).push_back('\n');
-  if (auto r = fs::write_file(dir + "/layers", layers); !r) return std::move(r).error();
+  if (auto r = fs::write_file_atomic(dir + "/layers", layers); !r) return std::move(r).error();
   if (chown_after) {
     if (auto r = give_written(tree, (*changes)->written, given); !r) return std::move(r).error();
     // chown moved the written files' ctime and owner: their index entries are refreshed

@@ -293,7 +293,7 @@ std::uint64_t size_of(const std::string& root, const std::string& k) {
     if (end != nullptr && *end == '\n') return bytes;
   }
   const std::uint64_t bytes = fs::disk_usage(root + "/" + k);
-  (void)fs::write_file(kept, std::to_string(bytes) + "\n");
+  (void)fs::write_file_atomic(kept, std::to_string(bytes) + "\n");
   return bytes;
 }
 

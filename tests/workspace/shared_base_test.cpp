@@ -278,12 +278,29 @@ TEST(SharedBase, ARootCallersBaseIsCheckedOutByTheRunUidWithNothingChowned) {
   EXPECT_NE(debug.out.find("uid: 65534\t"), std::string::npos) << debug.out.substr(0, 400);
   EXPECT_EQ(debug.out.find("uid: 0\t"), std::string::npos) << "an index entry records root's file";
 
+  // A base derived from it: the file that changed is written by the run uid too.
+  write_file(f.file("m3/f3"), "changed\n");
+  f.commit_all("changed");
+  RootBase derived = root_base(f, {});
+  ASSERT_EQ(derived.run.status, 0) << describe(derived.run);
+  EXPECT_EQ(derived.run.out, "65534\n65534\n") << describe(derived.run);
+  EXPECT_LE(derived.base_chowns, 4) << "the derived base's files were chowned";
+  EXPECT_EQ(bases_of(f).bases.size(), 2U);
+
   // Without the capability to give (out of the bounding set): root checks out, then chowns every file.
   ASSERT_EQ(run_process({"rm", "-rf", f.data() + "/chock"}).status, 0);
   RootBase fallback = root_base(f, {"setpriv", "--bounding-set=-dac_read_search"});
   ASSERT_EQ(fallback.run.status, 0) << describe(fallback.run);
   EXPECT_EQ(fallback.run.out, "65534\n65534\n") << describe(fallback.run);
   EXPECT_GT(fallback.base_chowns, 300) << "the fallback did not run: the test above proves nothing";
+  // And derives the next base as root, then chowns what it wrote.
+  write_file(f.file("m3/f3"), "changed again\n");
+  f.commit_all("changed again");
+  RootBase derived_fallback = root_base(f, {"setpriv", "--bounding-set=-dac_read_search"});
+  ASSERT_EQ(derived_fallback.run.status, 0) << describe(derived_fallback.run);
+  EXPECT_EQ(derived_fallback.run.out, "65534\n65534\n") << describe(derived_fallback.run);
+  EXPECT_GE(derived_fallback.base_chowns, 2) << "the file root wrote was not given to the run uid";
+  EXPECT_EQ(bases_of(f).bases.size(), 2U);
 }
 
 TEST(SharedBase, GcRemovesABaseNoSessionUsesAndNeverOneInUse) {
