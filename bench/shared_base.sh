@@ -12,10 +12,11 @@
 #   du             the data directory after ten sessions at one commit,
 #                  against the base alone
 #   bench/shared_base.sh [CHOCK_BINARY] [FILES] [RUNS]
-# Prints a Markdown table of medians in ms. The bases are removed between
-# first-session runs, outside the timing, and each timing starts once the
-# background sweeper has deleted what the last removal left (else it would
-# time the deletion of 100,000 files going on beside it).
+# Prints a Markdown table of medians in ms. Each first session has a data
+# directory of its own, and the checkouts are deleted after the loop, outside
+# the timing; each timing starts once the background sweeper has deleted
+# what the last removal left (else it would time the deletion of 100,000
+# files going on beside it).
 set -eu
 chock=$(realpath "${1:-build/bin/chock}")
 files=${2:-100000}
@@ -65,23 +66,28 @@ one_caller() {
       # Waits (at most 10 minutes) until the trash holds nothing but its lock.
       swept() {
         n=0
-        while [ "$(ls -A "$home/data/chock/trash" 2>/dev/null | grep -vc "^.sweep.lock$")" != 0 ] && [ $n -lt 1200 ]; do
+        while [ "$(ls -A "$XDG_DATA_HOME/chock/trash" 2>/dev/null | grep -vc "^.sweep.lock$")" != 0 ] && [ $n -lt 1200 ]; do
           sleep 0.5; n=$((n + 1))
         done
         # A mass deletion leaves the file system busy (journal, discards) for a while.
         sync
+        sleep 2
       }
       ms() { echo $(( ($2 - $1) / 1000 )) | awk "{ printf \"%.1f\\n\", \$1 / 1000 }"; }
       : >"$home/wt" >"$home/first" >"$home/next" >"$home/rm" >"$home/step"
-      i=0
-      while [ $i -lt "$runs" ]; do
+      # The checkouts timed here are deleted only after the loop: a mass
+      # deletion leaves this disk slow for a while, and would fall on one of
+      # the two. Each first session has a data directory of its own (no base
+      # yet, none removed before it); the two take turns going first.
+      worktree_add() {
         swept
         a=$(now_ns); git -C "$p" worktree add -q --detach "$home/wt$i" HEAD; b=$(now_ns)
         ms "$a" "$b" >>"$home/wt"
-        git -C "$p" worktree remove --force "$home/wt$i"
-        "$chock" workspace gc >/dev/null 2>&1
-        swept
-        git -C "$p" worktree prune
+      }
+      i=0
+      while [ $i -lt "$runs" ]; do
+        [ $((i % 2)) = 0 ] && worktree_add
+        export XDG_DATA_HOME="$home/data$i"
         swept
         a=$(now_ns); id=$(session); b=$(now_ns)
         ms "$a" "$b" >>"$home/first"
@@ -91,10 +97,18 @@ one_caller() {
         ms "$a" "$b" >>"$home/next"
         a=$(now_ns); "$chock" workspace remove "$id" >/dev/null 2>&1; b=$(now_ns)
         ms "$a" "$b" >>"$home/rm"
-        "$chock" workspace remove "$id2" >/dev/null 2>&1
-        "$chock" workspace remove "$id3" >/dev/null 2>&1
+        export XDG_DATA_HOME="$home/data"
+        [ $((i % 2)) = 1 ] && worktree_add
         i=$((i + 1))
       done
+      i=0
+      while [ $i -lt "$runs" ]; do
+        git -C "$p" worktree remove --force "$home/wt$i"
+        rm -rf "$home/data$i"
+        i=$((i + 1))
+      done
+      git -C "$p" worktree prune
+      "$chock" run --project "$p" -- true >/dev/null 2>&1
       # One file changed, committed: the first session at that commit.
       i=0
       while [ $i -lt "$runs" ]; do
