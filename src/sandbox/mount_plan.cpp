@@ -123,9 +123,10 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
   for (const auto& below : overlay.lower_below) {
     const std::string layer = normalize_absolute(below);
     if (layer.empty() || layer.find_first_of(":,\\") != std::string::npos)
-      return Error{label + ": " + below + ": needs an absolute path without : , or \\", "", 0,
-                   Errc::bad_config};
-    auto fd = open_source(layer, label + " (" + layer + ")");
+      return Error{
+          std::string(label).append(": ").append(below).append(": needs an absolute path without : , or \\"),
+          "", 0, Errc::bad_config};
+    auto fd = open_source(layer, std::string(label).append(" (").append(layer).append(")"));
     if (!fd) return std::move(fd).error();
     op.source += ":" + layer;  // lowerdir lists the layers top first
   }

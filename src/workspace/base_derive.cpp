@@ -138,7 +138,7 @@ Expected<void> give_written(const std::string& tree, const std::vector<std::stri
           ::lchown(parent.c_str(), to.uid, to.gid) != 0)
         return sys_error("chown", parent);
     }
-    const std::string file = tree + "/" + p;
+    const std::string file = std::string(tree).append("/").append(p);
     if (::lchown(file.c_str(), to.uid, to.gid) != 0 && errno != ENOENT) return sys_error("chown", file);
   }
   return {};

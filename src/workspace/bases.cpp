@@ -276,8 +276,9 @@ Expected<std::set<std::string>> stacked_on(const std::string& root) {
   ::closedir(d);
   for (const auto& name : names) {
     if (name == "." || name == ".." || (!is_base_key(name) && name.rfind(kTmpPrefix, 0) != 0)) continue;
-    if (!fs::is_dir(root + "/" + name)) continue;
-    auto below = layers_below(root + "/" + name);
+    const std::string dir = std::string(root).append("/").append(name);
+    if (!fs::is_dir(dir)) continue;
+    auto below = layers_below(dir);
     if (!below) return std::move(below).error();
     out.insert(below->begin(), below->end());
   }
