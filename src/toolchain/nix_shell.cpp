@@ -253,13 +253,7 @@ std::optional<DevShellFile> find_dev_shell(const std::string& project_root) {
 }
 
 std::string find_nix() {
-  const char* path = std::getenv("PATH");
-  for (const auto& dir : split_nonempty(path != nullptr ? path : "/usr/bin:/bin", ':')) {
-    std::string candidate = dir + "/nix";  // NOLINT(performance-inefficient-string-concatenation)
-    if (dir.starts_with('/') && is_regular(candidate) && ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-  }
-  return {};
+  return find_on_path("nix");
 }
 
 Expected<std::optional<DevShell>> dev_shell(const std::string& project_root) {

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <cstdint>
 
 #include "util/fd.hpp"
+#include "util/split.hpp"
 #include "util/syscalls.hpp"
 
 extern char** environ;
@@ -60,25 +62,6 @@ Expected<pid_t> spawn(const ProgramRun& env, const int (&fds)[3]) {
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Error{"run " + argv.front(), env.cwd, rc};
   return pid;
-}
-
-// The first executable `name` on this process's PATH (resolved before the
-// fork: the child only makes system calls).
-std::string on_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = ::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
-  std::size_t pos = 0;
-  while (pos <= dirs.size()) {
-    std::size_t next = dirs.find(':', pos);
-    if (next == std::string::npos) next = dirs.size();
-    std::string candidate = dirs.substr(pos, next - pos);
-    candidate += candidate.empty() ? "" : "/";
-    candidate += name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    pos = next + 1;
-  }
-  return name;
 }
 
 // The credentials of RunAs, then exec; any failure's errno goes to `report`.
@@ -130,7 +113,10 @@ Expected<pid_t> spawn_as(const ProgramRun& env, const RunAs& as, const int (&fds
     return Error{
         "run " + env.argv.front() + " as uid " + std::to_string(as.uid) + ": no filter to keep it there",
         env.cwd, EINVAL};
-  const std::string program = on_path(env.argv.front());
+  // Resolved before the fork: the child only makes system calls.
+  const std::string program =
+      env.argv.front().find('/') != std::string::npos ? env.argv.front() : find_on_path(env.argv.front());
+  if (program.empty()) return Error{"run " + env.argv.front() + ": not found on PATH", env.cwd, ENOENT};
   std::vector<std::string> argv = env.argv;
   std::vector<std::string> envv = env.env;
   auto c_argv = c_strings(argv);
@@ -158,6 +144,19 @@ Expected<pid_t> spawn_as(const ProgramRun& env, const RunAs& as, const int (&fds
 }
 
 }  // namespace
+
+std::string find_on_path(const std::string& name) {
+  const char* path = ::getenv("PATH");
+  for (const auto& dir : split_nonempty(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    if (!dir.starts_with('/')) continue;
+    std::string candidate = dir;
+    candidate.append("/").append(name);
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return {};
+}
 
 std::vector<std::string> current_environment() {
   std::vector<std::string> env;

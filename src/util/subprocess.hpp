@@ -46,6 +46,10 @@ struct ProgramOutput {
   std::string err;
 };
 
+// The first regular, executable `name` in an absolute directory of this
+// process's PATH ("/usr/bin:/bin" when unset); "" when there is none.
+std::string find_on_path(const std::string& name);
+
 // This process's own environment, as "K=V" entries.
 std::vector<std::string> current_environment();
 

@@ -111,19 +111,17 @@ std::set<std::string> whiteouts_for(const Changes& c, const std::set<std::string
   return out;
 }
 
-// A whiteout at `rel` below `tree`, its missing directories made (given to `owner` when set).
-Expected<void> make_whiteout(const std::string& tree, const std::string& rel, const fs::Owner* owner) {
-  for (std::size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
-    const std::string dir = tree + "/" + rel.substr(0, slash);
-    if (::mkdir(dir.c_str(), 0755) == 0) {
-      if (owner != nullptr && ::lchown(dir.c_str(), owner->uid, owner->gid) != 0)
-        return sys_error("chown", dir);
-    } else if (errno != EEXIST) {
-      return sys_error("mkdir", dir);
-    }
-  }
-  const std::string path = tree + "/" + rel;
-  if (::mknod(path.c_str(), S_IFCHR | 0000, ::makedev(0, 0)) != 0) return sys_error("make a whiteout", path);
+// A whiteout at `rel` below the layer `tree_fd`, its missing directories
+// made (given to `owner` when set); resolved beneath the layer with no link
+// followed, whatever names the repository's commits hold.
+Expected<void> make_whiteout(int tree_fd, const std::string& rel, const fs::Owner* owner) {
+  auto dir = fs::open_dir_beneath(tree_fd, fs::parent_of(rel), true, owner);
+  if (!dir) return std::move(dir).error();
+  UniqueFd parent(*dir);
+  const std::string name = fs::base_of(rel);
+  if (name.empty() || name == "." || name == ".." ||
+      ::mknodat(parent.get(), name.c_str(), S_IFCHR | 0000, ::makedev(0, 0)) != 0)
+    return sys_error("make a whiteout", rel);
   return {};
 }
 
@@ -223,8 +221,11 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
     if (auto r = git::capture(check_out, write, "write what differs from the donor base"); !r)
       return std::move(r).error();
   }
+  UniqueFd tree_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!tree_fd) return sys_error("open", tree);
   for (const auto& w : whiteouts_for(**changes, **new_dirs))
-    if (auto r = make_whiteout(tree, w, root_caller ? &given : nullptr); !r) return std::move(r).error();
+    if (auto r = make_whiteout(tree_fd.get(), w, root_caller ? &given : nullptr); !r)
+      return std::move(r).error();
   std::string layers = donor_key + "\n";
   for (const auto& k : *below) layers.append(k).push_back('\n');
   if (auto r = fs::write_file_atomic(dir + "/layers", layers); !r) return std::move(r).error();
