@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -155,6 +156,11 @@ struct Config {
   Containment containment;
   std::optional<DiskGuard> disk;              // chock run sets it; nullopt: not watched
   std::optional<DirectoryCap> directory_cap;  // chock run: the toolchain cache
+  // The caller's own work, done by spawn in this thread while the sandbox's
+  // first process enters its namespaces (on another CPU), before the program
+  // can start: chock run writes a call's first log lines here. Not run when
+  // spawn fails before that point.
+  std::function<void()> while_entering;
 };
 
 }  // namespace chock

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace chock {
 
 // A step of the sandbox's own setup that failed, by name, with its errno.
@@ -107,8 +109,10 @@ struct Result {
   // The status `chock` exits with: the program's code; 128+N for a signal;
   // 125 for a setup failure; 126 not executable; 127 not found.
   [[nodiscard]] int exit_status() const noexcept;
-  // One JSON object (the --result file).
+  // One JSON object (the --result file), and the same as a value (the
+  // session log's tool.result: not dumped and parsed again).
   [[nodiscard]] std::string to_json() const;
+  [[nodiscard]] nlohmann::json json() const;
 };
 
 }  // namespace chock

@@ -20,6 +20,10 @@
 //                       branches and tags, HEAD, shallow, info/; with a
 //                       denied path also objects/, a pack of what they reach
 //   git/repo            git: a symlink to the real repository's common dir
+//   git/refs-stamp, git/view-stamp  git: the stamps (refs_stamp.hpp) of the
+//                       repository's refs the view was written from, and of
+//                       everything else a refresh of the view reads: while
+//                       they hold, a call reads neither the view nor git
 //   carry/<n>/upper,work git: the layers of the n-th carried directory
 //                       (.carry), over the real one, at its path inside
 //   upper/ work/        overlay: the layers over the project

@@ -1,5 +1,7 @@
 #include "cli/jit_fallback.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <string_view>
 
@@ -20,8 +22,14 @@ Expected<void> add_pcre2_without_jit(Config& config) {
   const std::string dir = *data + "/lib";
   // Named by its hash: a newer chock writes its own beside an older one's.
   const std::string path = dir + "/pcre2-nojit-" + std::string(chock_pcre2_nojit_so_sha256, 16) + ".so";
-  auto there = workspace::fs::read_file_nofollow(path, bytes.size() + 1);
-  if (!there || *there != bytes) {
+  // Checked by its size and mode, not read back whole on every call: written
+  // once through a temporary file and renamed, 0444 in the caller's 0700 data
+  // directory, it is either all there or absent; a short one (a full disk
+  // before the rename took a name) is replaced.
+  struct stat st {};
+  const bool there = ::lstat(path.c_str(), &st) == 0;
+  if (!there || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != bytes.size() ||
+      (st.st_mode & 07777) != 0444) {
     if (auto r = workspace::fs::make_dirs(dir, 0755); !r) return r;
     // Never replaced while another call may have it bound (a mount of a file
     // renamed over is gone): where it is missing it is added, and a second

@@ -271,6 +271,8 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   for (const auto& note : opened.notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
   config::EffectiveLimits limits = layers.limits();
   Events events(s.project, s.id);
+  // Written while the sandbox starts (while_entering below), before the program can.
+  events.hold();
   if (opened.created) {
     const std::string lasts = o.keep || o.background
                                   ? "continue it with --session " + s.id
@@ -395,6 +397,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
     add_connect_client(config);
   }
   if (o.background) {
+    events.release();
     auto task = start_task(s, std::move(config), opened.lock, events);
     if (!task) return refuse(task.error(), o.result_file);
     std::printf("%s\n", task->c_str());
@@ -407,8 +410,10 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   auto terminal = json != nullptr ? Expected<TerminalRelay>(TerminalRelay()) : TerminalRelay::prepare(config);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
+  config.while_entering = [&events] { events.release(); };
   auto child = spawn(config);
   if (!child) {
+    events.release();
     events.add("tool.result", {{"refused", child.error().message()}});
     return refuse(child.error(), o.result_file);
   }
@@ -426,9 +431,9 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
                      saved.error().message().c_str());
     }
   }
-  const std::string result = r.to_json();
-  events.add("tool.result", nlohmann::json::parse(result));
-  if (json != nullptr) json->set_result(result);
+  const nlohmann::json result = r.json();
+  events.add("tool.result", result);
+  if (json != nullptr) json->set_result(result.dump());
   return finish(r, config.argv, o.result_file, deadline);
 }
 

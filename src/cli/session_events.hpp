@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "log/session_log.hpp"
 
@@ -17,6 +18,27 @@ class SessionEvents {
  public:
   SessionEvents() = default;
   SessionEvents(const std::string& project, const std::string& session) { open(project, session); }
+  SessionEvents(const SessionEvents&) = delete;
+  SessionEvents& operator=(const SessionEvents&) = delete;
+  SessionEvents(SessionEvents&&) = default;
+  SessionEvents& operator=(SessionEvents&&) = default;
+  ~SessionEvents() { release(); }
+
+  // From hold() to release() (or the end of this object), lines and the
+  // reservation wait, each line's time taken when it is added: chock run
+  // writes a call's first lines while the sandbox starts, not before.
+  void hold() { holding_ = true; }
+  void release() {
+    if (!holding_) return;
+    holding_ = false;
+    for (const auto& line : held_) {
+      if (!log_) break;
+      if (auto r = log_->append(line); !r) warn(r.error());
+    }
+    held_.clear();
+    if (reserve_held_ != 0) reserve(reserve_held_);
+    reserve_held_ = 0;
+  }
 
   void open(const std::string& project, const std::string& session) {
     auto opened = log::SessionLog::open(project, session);
@@ -27,20 +49,33 @@ class SessionEvents {
   }
   void add(std::string_view event, const nlohmann::json& fields) {
     if (!log_) return;
-    if (auto r = log_->append(event, fields); !r) {
-      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
-      log_.reset();
+    if (holding_) {
+      held_.push_back(log::SessionLog::entry(event, fields));
+      return;
     }
+    if (auto r = log_->append(event, fields); !r) warn(r.error());
   }
   // Room for the lines after a call, whatever the call does to the disk.
   void reserve(std::uint64_t bytes) {
     if (!log_) return;
+    if (holding_) {
+      reserve_held_ = bytes;
+      return;
+    }
     if (auto r = log_->reserve(bytes); !r)
       std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
   }
 
  private:
+  void warn(const Error& e) {
+    std::fprintf(stderr, "chock: warning: session log: %s\n", e.message().c_str());
+    log_.reset();
+  }
+
   std::optional<log::SessionLog> log_;
+  bool holding_ = false;
+  std::vector<log::SessionLog::Entry> held_;
+  std::uint64_t reserve_held_ = 0;
 };
 
 }  // namespace chock::cli

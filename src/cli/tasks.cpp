@@ -116,7 +116,7 @@ std::uint64_t keep_output(int from, int file) {
   state["ended"] = now_text();
   state["dropped_bytes"] = dropped;
   (void)workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n");
-  events.add("tool.result", nlohmann::json::parse(r.to_json()));
+  events.add("tool.result", r.json());
   ::_exit(0);
 }
 

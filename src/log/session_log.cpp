@@ -55,27 +55,17 @@ std::string now_rfc3339() {
   ::clock_gettime(CLOCK_REALTIME, &now);
   tm utc{};
   ::gmtime_r(&now.tv_sec, &utc);
-  std::array<char, 32> seconds{};
-  std::strftime(seconds.data(), seconds.size(), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::array<char, 48> out{};
-  std::snprintf(out.data(), out.size(), "%s.%03ldZ", seconds.data(), now.tv_nsec / 1000000);
+  // Not strftime: glibc's reads /etc/localtime (tzset) for a time in UTC.
+  std::array<char, 64> out{};
+  std::snprintf(out.data(), out.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, now.tv_nsec / 1000000);
   return out.data();
-}
-
-Expected<std::string> read_all(int fd, const std::string& path) {
-  std::string out;
-  std::array<char, 65536> buf{};
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error("read", path);
-    if (n == 0) return out;
-    out.append(buf.data(), static_cast<std::size_t>(n));
-  }
 }
 
 // Opens `path` as a directory, creating each missing component with 0700.
 Expected<UniqueFd> open_or_make_dirs(const std::string& path) {
+  // Made once, opened on every line after: one open, not two calls a component.
+  if (UniqueFd there(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); there) return there;
   UniqueFd dir(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return sys_error("open directory", "/");
   std::string so_far;
@@ -128,7 +118,7 @@ Expected<std::optional<std::string>> read_head(int dir_fd, const std::string& na
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd && errno == ENOENT) return std::optional<std::string>();
   if (!fd) return sys_error("open session log head", path);
-  auto text = read_all(fd.get(), path);
+  auto text = read_all(fd.get(), path, SIZE_MAX / 2);
   if (!text) return std::move(text).error();
   return std::optional<std::string>(std::move(*text));
 }
@@ -272,18 +262,25 @@ Expected<SessionLog> SessionLog::open(const std::string& project, const std::str
   return SessionLog(std::move(*dir), std::move(file), std::move(path), session);
 }
 
+SessionLog::Entry SessionLog::entry(std::string_view event, const nlohmann::json& fields) {
+  return Entry{std::string(event), fields, now_rfc3339()};
+}
+
 Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& fields) {
-  if (!is_event_name(event))
-    return Error{"session log event \"" + std::string(event) + "\": use [a-z0-9._-]", path_, 0};
+  return append(entry(event, fields));
+}
+
+Expected<void> SessionLog::append(const Entry& entry) {
+  const std::string& event = entry.event;
+  const nlohmann::json& fields = entry.fields;
+  if (!is_event_name(event)) return Error{"session log event \"" + event + "\": use [a-z0-9._-]", path_, 0};
   if (!fields.is_object() && !fields.is_null())
-    return Error{"session log event " + std::string(event) + ": fields must be a JSON object, not " +
-                     fields.type_name(),
+    return Error{"session log event " + event + ": fields must be a JSON object, not " + fields.type_name(),
                  path_, 0};
   for (const char* reserved : {"ts", "event", "session", "prev", "torn_line"}) {
     if (fields.contains(reserved))
-      return Error{
-          "session log event " + std::string(event) + ": the field \"" + reserved + "\" is the log's own",
-          path_, 0};
+      return Error{"session log event " + event + ": the field \"" + reserved + "\" is the log's own", path_,
+                   0};
   }
 
   FileLock lock(file_.get(), LOCK_EX);
@@ -291,7 +288,7 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
   struct stat now {};
   if (::fstat(file_.get(), &now) != 0) return sys_error("stat", path_);
   if (static_cast<std::uint64_t>(now.st_size) == known_size_)
-    return append_line(event, fields, known_prev_, known_lines_, 0, known_head_bytes_, now.st_size);
+    return append_line(entry, known_prev_, known_lines_, 0, known_head_bytes_, now.st_size);
   // Read the end of the file, not a remembered hash: other chock processes
   // may have appended to this session since this object last did.
   auto tail = read_tail(file_.get(), path_);
@@ -338,20 +335,20 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
     lines = head.lines + 1;
   }
 
-  return append_line(event, fields, prev, lines, torn_line,
-                     head_bytes->has_value() ? (*head_bytes)->size() : 0, now.st_size);
+  return append_line(entry, prev, lines, torn_line, head_bytes->has_value() ? (*head_bytes)->size() : 0,
+                     now.st_size);
 }
 
-Expected<void> SessionLog::append_line(std::string_view event, const nlohmann::json& fields,
-                                       const std::string& prev, std::size_t lines, std::size_t torn_line,
-                                       std::size_t head_bytes, std::uint64_t size) {
+Expected<void> SessionLog::append_line(const Entry& entry, const std::string& prev, std::size_t lines,
+                                       std::size_t torn_line, std::size_t head_bytes, std::uint64_t size) {
   known_size_ = UINT64_MAX;  // known again only once the line and the head are written
   std::string head_name = session_ + ".head";
   std::string head_path = head_path_for(path_);
-  nlohmann::ordered_json line{{"ts", now_rfc3339()}, {"event", event}, {"session", session_}, {"prev", prev}};
+  nlohmann::ordered_json line{
+      {"ts", entry.ts}, {"event", entry.event}, {"session", session_}, {"prev", prev}};
   if (torn_line != 0) line["torn_line"] = torn_line;
-  if (fields.is_object()) {
-    for (const auto& [key, value] : fields.items()) line[key] = value;
+  if (entry.fields.is_object()) {
+    for (const auto& [key, value] : entry.fields.items()) line[key] = value;
   }
   // Replace rather than throw on bytes that are not UTF-8 (a program's output).
   std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -404,7 +401,7 @@ Expected<Verification> verify(const std::string& log_path) {
   // Shared: an append in progress finishes first, so its line and its head agree.
   FileLock lock(fd.get(), LOCK_SH);
   if (!lock.locked()) return sys_error("lock session log", log_path);
-  auto content = read_all(fd.get(), log_path);
+  auto content = read_all(fd.get(), log_path, SIZE_MAX / 2);
   if (!content) return std::move(content).error();
   std::string head_path = head_path_for(log_path);
   auto head_bytes = read_head(AT_FDCWD, head_path, head_path);

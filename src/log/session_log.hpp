@@ -63,6 +63,15 @@ class SessionLog {
   // chain would hide the removal of a last line.
   [[nodiscard]] Expected<void> append(std::string_view event, const nlohmann::json& fields);
 
+  // A line to append later, its time taken now.
+  struct Entry {
+    std::string event;
+    nlohmann::json fields;
+    std::string ts;
+  };
+  [[nodiscard]] static Entry entry(std::string_view event, const nlohmann::json& fields);
+  [[nodiscard]] Expected<void> append(const Entry& entry);
+
   // Reserves `bytes` of disk past the log's end (its size unchanged), so the
   // lines after a call that filled the disk still have room.
   [[nodiscard]] Expected<void> reserve(std::uint64_t bytes);
@@ -74,9 +83,8 @@ class SessionLog {
   // Writes the line chained from `prev` after `lines` lines (and after a cut
   // line when `torn_line`), then the head file (`head_bytes` long now, 0 none);
   // the log is `size` bytes before it. Called with the log locked.
-  [[nodiscard]] Expected<void> append_line(std::string_view event, const nlohmann::json& fields,
-                                           const std::string& prev, std::size_t lines, std::size_t torn_line,
-                                           std::size_t head_bytes, std::uint64_t size);
+  [[nodiscard]] Expected<void> append_line(const Entry& entry, const std::string& prev, std::size_t lines,
+                                           std::size_t torn_line, std::size_t head_bytes, std::uint64_t size);
   SessionLog(UniqueFd dir, UniqueFd file, std::string path, std::string session)
       : dir_(std::move(dir)), file_(std::move(file)), path_(std::move(path)), session_(std::move(session)) {}
 

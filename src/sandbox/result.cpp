@@ -37,6 +37,10 @@ const char* cgroup_state_name(CgroupState s) {
 }  // namespace
 
 std::string Result::to_json() const {
+  return json().dump();
+}
+
+nlohmann::json Result::json() const {
   nlohmann::json j;
   j["exit_status"] = exit_status();
   j["exit_code"] = exit_code ? nlohmann::json(*exit_code) : nlohmann::json(nullptr);
@@ -93,7 +97,7 @@ std::string Result::to_json() const {
   lim["core_dump_suppressed"] = limits.core_dump_suppressed;
   if (!limits.disk_reason.empty()) lim["disk_reason"] = limits.disk_reason;
   j["limits"] = lim;
-  return j.dump();
+  return j;
 }
 
 }  // namespace chock

@@ -527,12 +527,14 @@ Expected<Child> spawn(const Config& config) {
   Middle middle(l);
   if constexpr (!sandbox::kMiddleRunsAlongside) {
     if (auto plan = prepare_plan(config, *limits, l, *state); !plan) return std::move(plan).error();
+    if (config.while_entering) config.while_entering();
     l.publish_plan(true);
   }
   if (auto started = middle.start(*limits); !started) return std::move(started).error();
   bool go = true;
   if constexpr (sandbox::kMiddleRunsAlongside) {
     if (auto plan = prepare_plan(config, *limits, l, *state); !plan) return std::move(plan).error();
+    if (config.while_entering) config.while_entering();
     if (l.identity.drop_from_root) go = middle.write_maps(*state);
   }
   middle.finish(go);

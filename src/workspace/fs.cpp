@@ -21,22 +21,6 @@ namespace chock::workspace::fs {
 
 namespace {
 
-Expected<std::string> read_fd(int fd, const std::string& path, std::size_t max_bytes) {
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return sys_error("read", path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > max_bytes) return Error{"read: larger than expected", path, EFBIG};
-  }
-  return out;
-}
-
 // read and write, where copy_file_range cannot go: between two file systems
 // of different kinds (EXDEV), or one that does not do it (EOPNOTSUPP, EINVAL).
 Expected<void> copy_by_hand(int in, int out, off_t left, const std::string& to) {
@@ -78,7 +62,7 @@ mode_t copied_mode(mode_t mode, bool normalize) {
 Expected<std::string> read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return sys_error("open", path);
-  return read_fd(fd.get(), path, SIZE_MAX / 2);
+  return read_all(fd.get(), path, SIZE_MAX / 2);
 }
 
 Expected<std::string> read_file_nofollow(const std::string& path, std::size_t max_bytes) {
@@ -87,7 +71,7 @@ Expected<std::string> read_file_nofollow(const std::string& path, std::size_t ma
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sys_error("stat", path);
   if (!S_ISREG(st.st_mode)) return Error{"open: not a regular file", path, EINVAL};
-  return read_fd(fd.get(), path, max_bytes);
+  return read_all(fd.get(), path, max_bytes);
 }
 
 Expected<void> write_file(const std::string& path, const std::string& content, mode_t mode) {
@@ -143,7 +127,7 @@ Expected<void> write_file_if_changed(const std::string& path, const std::string&
     struct stat st {};
     if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == mode &&
         static_cast<std::uint64_t>(st.st_size) == content.size())
-      if (auto now = read_fd(fd.get(), path, content.size() + 1); now && *now == content) return {};
+      if (auto now = read_all(fd.get(), path, content.size() + 1); now && *now == content) return {};
   }
   return write_file_atomic(path, content, mode);
 }

@@ -42,7 +42,46 @@ std::string refs_stamp_path(const Session& s) {
   return s.dir + "/git/refs-stamp";
 }
 
+// Where the stamp of everything a refresh of the view reads is kept: equal
+// now, the view and the session's refs are as the last refresh left them.
+std::string view_stamp_path(const Session& s) {
+  return s.dir + "/git/view-stamp";
+}
+
 constexpr const char* kViewLinks[] = {"HEAD", "shallow", "info", "hooks"};
+
+// What refresh_view reads besides the repository's refs, and what it would
+// repair: the repository's files the view copies, the session's common dir
+// (its refs, its config, its links into the view), and the view itself.
+// A call that replaces or rewrites any of them moves its inode, size or
+// change time, and the next refresh runs whole.
+std::string view_inputs_stamp(const Session& s) {
+  const std::string view = view_dir(s);
+  const std::string common = s.common();
+  std::vector<std::string> paths{s.common_dir + "/shallow",
+                                 s.common_dir + "/info/exclude",
+                                 s.common_dir + "/info/attributes",
+                                 common,
+                                 common + "/refs",
+                                 common + "/refs/heads",
+                                 common + "/refs/tags",
+                                 common + "/packed-refs",
+                                 common + "/config",
+                                 view,
+                                 view + "/packed-refs",
+                                 view + "/refs",
+                                 view + "/refs/heads",
+                                 view + "/refs/tags",
+                                 view + "/info",
+                                 view + "/info/exclude",
+                                 view + "/info/attributes",
+                                 view + "/hooks",
+                                 view + "/HEAD",
+                                 view + "/shallow"};
+  for (const char* name : kViewLinks) paths.push_back(common + "/" + name);
+  std::string stamp = refs_stamp::take_paths(paths);
+  return stamp.empty() ? stamp : "base " + s.base + "\n" + stamp;
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -204,12 +243,10 @@ Expected<void> pack_reachable(const Session& s, const std::string& view, session
 // The repository's branches and tags: what the view already says when the
 // repository's refs are as they were when it was written (refs_stamp.hpp),
 // else git's answer now, with the stamp to keep once the view holds it
-// (`stamp`; empty: none). A session with a denied path always asks git: its
-// view leaves out what reaches the denied file, and says so each call.
+// (`stamp`, the refs' stamp taken now; left empty when kept as it is, or
+// when none vouches).
 Expected<session_refs::Refs> repository_refs(const Session& s, const std::string& view, std::string& stamp) {
   const std::string stamp_path = refs_stamp_path(s);
-  stamp.clear();
-  if (s.deny.empty()) stamp = refs_stamp::take(s.common_dir);
   if (!stamp.empty())
     if (auto was = fs::read_file_nofollow(stamp_path, 64 << 20); was && *was == stamp) {
       if (auto given = fs::read_file_nofollow(view + "/packed-refs", 64 << 20); given) {
@@ -314,9 +351,24 @@ Expected<void> write_common_config(const Session& s) {
 
 Expected<void> refresh_view(const Session& s, Notes& notes) {
   std::string view = view_dir(s);
+  // A session with a denied path always asks git: its view leaves out what
+  // reaches the denied file, and says so each call.
+  const std::string refs_now = s.deny.empty() ? refs_stamp::take(s.common_dir) : std::string();
+  // Most calls: the repository's refs, the session's and the view as the
+  // last refresh left them, vouched for by stamps (no file read but two).
+  const std::string view_stamp_path_now = view_stamp_path(s);
+  if (!refs_now.empty()) {
+    const std::string inputs = view_inputs_stamp(s);
+    if (!inputs.empty())
+      if (auto was = fs::read_file_nofollow(view_stamp_path_now, 64 << 20); was && *was == refs_now + inputs)
+        return {};
+  }
+  // None vouches for the view while it is refreshed: a crash between leaves none.
+  if (::unlink(view_stamp_path_now.c_str()) != 0 && errno != ENOENT)
+    return sys_error("unlink", view_stamp_path_now);
   for (const char* d : {"", "/refs", "/refs/heads", "/refs/tags", "/info", "/hooks"})
     if (auto r = fs::make_dirs(view + d); !r) return r;
-  std::string stamp;
+  std::string stamp = refs_now;
   auto refs = repository_refs(s, view, stamp);
   if (!refs) return std::move(refs).error();
   if (view_has_own_objects(s)) {
@@ -336,7 +388,13 @@ Expected<void> refresh_view(const Session& s, Notes& notes) {
   auto config = fs::read_file_nofollow(s.common() + "/config", 1 << 20);
   if (!config || config->find("../repo/config") != std::string::npos)
     if (auto r = write_common_config(s); !r) return r;
-  return link_common(s);
+  if (auto r = link_common(s); !r) return r;
+  // Taken after the refresh (what it repaired is as it leaves it); the
+  // refs' stamp from before it, as the view was made from those refs.
+  if (!refs_now.empty())
+    if (const std::string inputs = view_inputs_stamp(s); !inputs.empty())
+      return fs::write_file_atomic(view_stamp_path_now, refs_now + inputs);
+  return {};
 }
 
 }  // namespace chock::workspace::build

@@ -9,6 +9,7 @@
 
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
+#include "workspace/session_record.hpp"
 #include "workspace/store.hpp"
 
 namespace chock::workspace {
@@ -35,6 +36,8 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
   if (!held) return std::move(held).error();
   auto fresh = load(o.session);  // it may have changed while we waited
   if (!fresh) return std::move(fresh).error();
+  // Compared in memory at the end: most calls change nothing in the record.
+  const std::string loaded = session_record(*fresh).dump(2) + "\n";
   Opened out{std::move(*fresh), std::move(*held), false, {}};
   if (o.allow_dirty && out.session.kind == Kind::git)
     out.notes.emplace_back("--allow-dirty only applies when a session is made; session " + o.session +
@@ -53,7 +56,8 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
   if (!added.empty() && out.session.kind == Kind::git)
     out.notes.emplace_back(
         "the newly denied files are covered in the tree; git inside still lists them as changed");
-  if (auto r = save(out.session); !r) return std::move(r).error();
+  if (session_record(out.session).dump(2) + "\n" != loaded)
+    if (auto r = save(out.session); !r) return std::move(r).error();
   return out;
 }
 

@@ -112,4 +112,21 @@ std::string take(const std::string& common_dir) {
   return w.text;
 }
 
+std::string take_paths(const std::vector<std::string>& paths) {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  Walk w;
+  for (const auto& path : paths) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      w.add(path, st);
+    } else {
+      w.text += path;
+      w.text += " -\n";
+    }
+  }
+  if (w.newest + kRacyNs > ns_of(now)) return {};
+  return w.text;
+}
+
 }  // namespace chock::workspace::refs_stamp

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace chock::workspace::refs_stamp {
 
@@ -18,5 +19,9 @@ inline constexpr long long kRacyNs = 2'000'000'000;
 // vouch: a reftable store, a symbolic ref among the branches and tags (its
 // target may be elsewhere), a change younger than kRacyNs, an unreadable entry.
 std::string take(const std::string& common_dir);
+
+// The same stamp of each of `paths` as it is (lstat: no link followed; a
+// missing one is stamped missing), or empty when one changed within kRacyNs.
+std::string take_paths(const std::vector<std::string>& paths);
 
 }  // namespace chock::workspace::refs_stamp

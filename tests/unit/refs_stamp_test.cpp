@@ -74,5 +74,32 @@ TEST(RefsStamp, ASymbolicRefALinkOrAReftableStoreIsNeverVouched) {
   EXPECT_EQ(take(dir / "missing"), "");
 }
 
+// The view's other inputs: a file rewritten in place, replaced by a link, or
+// gone each changes the stamp; a path that is not there is stamped missing.
+TEST(RefsStamp, PathsRewrittenReplacedOrGoneChangeTheirStamp) {
+  test::TempDir dir{"chock-refs-stamp"};
+  const std::string file = dir / "exclude";
+  const std::string absent = dir / "attributes";
+  test::write_file(file, "*.o\n");
+  EXPECT_EQ(take_paths({file, absent}), "") << "a file made just now was vouched for";
+  past_racy_window();
+  const std::string quiet = take_paths({file, absent});
+  ASSERT_NE(quiet, "");
+  EXPECT_EQ(take_paths({file, absent}), quiet);
+  EXPECT_NE(quiet.find(absent + " -\n"), std::string::npos) << quiet;
+  test::write_file(file, "*.a\n");  // the same size, in place
+  past_racy_window();
+  const std::string rewritten = take_paths({file, absent});
+  EXPECT_NE(rewritten, "");
+  EXPECT_NE(rewritten, quiet) << "a file rewritten in place left the stamp as it was";
+  ASSERT_EQ(::unlink(file.c_str()), 0);
+  ASSERT_EQ(::symlink("/etc/hostname", file.c_str()), 0);
+  past_racy_window();
+  const std::string linked = take_paths({file, absent});
+  EXPECT_NE(linked, rewritten) << "a link in place of the file left the stamp as it was";
+  ASSERT_EQ(::unlink(file.c_str()), 0);
+  EXPECT_NE(take_paths({file, absent}), linked) << "a file gone left the stamp as it was";
+}
+
 }  // namespace
 }  // namespace chock::workspace::refs_stamp

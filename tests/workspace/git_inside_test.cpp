@@ -3,6 +3,9 @@
 // packed-refs and objects stay byte-identical, the real branches follow the
 // repository where the session left them alone, and git grep works under
 // write-xor-execute.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <map>
 
 #include "support.hpp"
@@ -85,6 +88,54 @@ TEST(GitInside, TheRealBranchesFollowTheRepositoryWhereTheSessionLeftThemAlone) 
             "git rev-parse main kept moved fresh; git rev-parse -q --verify deleted || echo no-deleted");
   ASSERT_EQ(o.status, 0) << describe(o);
   EXPECT_EQ(o.out, real_main + real_main + session_moved + real_main + "no-deleted\n") << describe(o);
+}
+
+// A call where nothing changed trusts the view by its stamp (git/view-stamp)
+// and reads none of it: the stamp must still see the repository move on and a
+// call break its own git dir, once the stamp is old enough to vouch (2 s).
+TEST(GitInside, AViewStampThatVouchesStillSeesTheRepositoryMoveAndACallBreakItsGitDir) {
+  Fixture f;
+  f.init_git();
+  const std::string id = session_id(f.run({"--keep"}, "true"));
+  ASSERT_FALSE(id.empty());
+  const std::string stamp = f.sessions() + "/" + id + "/git/view-stamp";
+  auto wait_out_the_racy_window = [] { ::usleep(2'200'000); };
+  wait_out_the_racy_window();
+  ASSERT_EQ(f.run({"--session", id}, "true").status, 0);
+  ASSERT_TRUE(exists(stamp)) << "a refresh with nothing younger than 2 s leaves a stamp";
+  const std::string stamped = read_file(stamp);
+  struct stat before {};
+  ASSERT_EQ(::lstat(stamp.c_str(), &before), 0);
+  Output same = f.run({"--session", id}, "git status --porcelain && git rev-parse HEAD");
+  ASSERT_EQ(same.status, 0) << describe(same);
+  EXPECT_EQ(same.out, git_ok(f.project(), {"rev-parse", "HEAD"}) + "\n") << describe(same);
+  struct stat after {};
+  ASSERT_EQ(::lstat(stamp.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "nothing changed: the stamp is read, not written again";
+  EXPECT_EQ(read_file(stamp), stamped);
+
+  // The repository moves on: a new commit on main and a new branch.
+  write_file(f.file("a.txt"), "newer\n");
+  f.commit_all("newer");
+  git_ok(f.project(), {"branch", "other"});
+  wait_out_the_racy_window();
+  const std::string real_main = git_ok(f.project(), {"rev-parse", "main"});
+  Output moved = f.run({"--session", id}, "git rev-parse main other");
+  ASSERT_EQ(moved.status, 0) << describe(moved);
+  EXPECT_EQ(moved.out, real_main + "\n" + real_main + "\n") << describe(moved);
+  EXPECT_FALSE(exists(stamp) && read_file(stamp) == stamped) << "the old stamp no longer vouches";
+
+  // A call replaces its refs and its info link; the next call (stamp vouching
+  // again) repairs them, and git inside works.
+  wait_out_the_racy_window();
+  ASSERT_EQ(f.run({"--session", id}, "true").status, 0);
+  Output broke = f.run({"--session", id},
+                       "rm -rf /run/chock/git/common/refs && echo x > /run/chock/git/common/refs && rm "
+                       "/run/chock/git/common/info && mkdir /run/chock/git/common/info");
+  ASSERT_EQ(broke.status, 0) << describe(broke);
+  Output repaired = f.run({"--session", id}, "git rev-parse other && readlink /run/chock/git/common/info");
+  ASSERT_EQ(repaired.status, 0) << describe(repaired);
+  EXPECT_EQ(repaired.out, real_main + "\n../view/info\n") << describe(repaired);
 }
 
 TEST(GitInside, GitGrepWorksUnderWriteXorExecute) {
