@@ -26,6 +26,7 @@
 #include <set>
 
 #include "util/fd.hpp"
+#include "util/sha256.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
@@ -136,17 +137,51 @@ std::string config_line(const std::string& key, const std::string& value, std::s
   return out + "\t" + key.substr(last + 1) + " = " + config_value(value) + "\n";
 }
 
-// The config of the session's common dir, built from the real one's kept keys.
-Expected<std::string> generated_config(const std::string& real_common) {
-  auto listed = git::run({"config", "--file", real_common + "/config", "--list", "-z"});
+// What a new session would otherwise ask git again, kept in the data
+// directory (the caller's own): git's reading of the repository's config by
+// the SHA-256 of its bytes, the repository's branches and tags by the stamp
+// of their files (refs_stamp.hpp). Each saves a new session a git process.
+std::string git_cache_path(const std::string& name) {
+  auto data = data_dir();
+  return data ? *data + "/git-cache/" + name : std::string();
+}
+
+void keep_in_git_cache(const std::string& path, const std::string& text) {
+  if (path.empty()) return;
+  // A cache: a failure to keep it costs the next session a git process, nothing more.
+  if (fs::make_dirs(path.substr(0, path.rfind('/')), 0700)) (void)fs::write_file_atomic(path, text);
+}
+
+// `git config --list -z` of the repository's config, given its bytes on
+// stdin, so the listing kept is of exactly the bytes it is kept by.
+Expected<std::string> config_listing(const std::string& real_common) {
+  const std::string path = real_common + "/config";
+  auto bytes = fs::read_file_nofollow(path, 1 << 20);
+  // Not a small regular file (a link, say): git reads it by its path, and nothing is kept.
+  const std::string cached = bytes ? git_cache_path("config-" + sha256_hex(*bytes)) : std::string();
+  if (!cached.empty())
+    if (auto hit = fs::read_file_nofollow(cached, 1 << 20); hit) return hit;
+  git::Env env;
+  if (bytes) env.stdin_data = *bytes;
+  // --no-includes, as git does for a named file anyway (an include is a key
+  // like any other here, and not kept).
+  auto listed = git::run({"config", "--no-includes", "--file", bytes ? "-" : path, "--list", "-z"}, env);
   if (!listed) return std::move(listed).error();
   if (!listed->ok())
     return Error{"read the repository's config: " + listed->first_error_line(), real_common, 0};
+  keep_in_git_cache(cached, listed->out);
+  return std::move(listed->out);
+}
+
+// The config of the session's common dir, built from the real one's kept keys.
+Expected<std::string> generated_config(const std::string& real_common) {
+  auto listed = config_listing(real_common);
+  if (!listed) return std::move(listed).error();
   bool has_user = false;
   std::string body;
   std::string section;
   std::vector<std::pair<std::string, std::string>> kept;
-  for (const auto& entry : git::split(listed->out, '\0')) {
+  for (const auto& entry : git::split(*listed, '\0')) {
     auto nl = entry.find('\n');
     std::string key = entry.substr(0, nl);
     std::string value = nl == std::string::npos ? "true" : entry.substr(nl + 1);
@@ -256,7 +291,15 @@ Expected<session_refs::Refs> repository_refs(const Session& s, const std::string
     }
   // No stamp vouches for the view while it is rewritten: a crash between leaves none.
   if (::unlink(stamp_path.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", stamp_path);
-  return session_refs::repository_refs(s.common_dir);
+  // Another session of the repository may have asked git at this very stamp.
+  const std::string cached =
+      stamp.empty() ? std::string() : git_cache_path("refs-" + sha256_hex(s.common_dir));
+  if (!cached.empty())
+    if (auto hit = fs::read_file_nofollow(cached, 64 << 20); hit && hit->starts_with(stamp + '\0'))
+      return session_refs::parse_packed(std::string_view(*hit).substr(stamp.size() + 1));
+  auto refs = session_refs::repository_refs(s.common_dir);
+  if (refs) keep_in_git_cache(cached, stamp + '\0' + session_refs::packed_text(*refs));
+  return refs;
 }
 
 // common/<name> -> ../view/<name>, made again whatever the call left there.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <sstream>
 
 #include "support.hpp"
 
@@ -136,6 +137,57 @@ TEST(GitInside, AViewStampThatVouchesStillSeesTheRepositoryMoveAndACallBreakItsG
   Output repaired = f.run({"--session", id}, "git rev-parse other && readlink /run/chock/git/common/info");
   ASSERT_EQ(repaired.status, 0) << describe(repaired);
   EXPECT_EQ(repaired.out, real_main + "\n../view/info\n") << describe(repaired);
+}
+
+// A new session of a repository whose config and refs are as another
+// session found them takes both from the data directory's git cache: no
+// `git config`, no `git for-each-ref`. A changed config or a moved branch is
+// asked again.
+TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorItsRefs) {
+  if (run_process({"strace", "-V"}).status != 0)
+    GTEST_SKIP() << "strace is not installed (scripts/install-deps)";
+  Fixture f;
+  f.init_git();
+  git_ok(f.project(), {"remote", "add", "origin", "https://example.com/first.git"});
+  const std::string trace = f.data() + "/../execve.trace";
+  struct Asked {
+    Output run;
+    int config = 0;
+    int refs = 0;
+  };
+  auto new_session = [&](const std::string& script) {
+    Asked out{run_process({"strace", "-f", "-qq", "-e", "trace=execve", "-o", trace, chock_binary(), "run",
+                           "--keep", "--", "sh", "-c", script},
+                          f.options())};
+    std::istringstream lines(read_file(trace));
+    for (std::string l; std::getline(lines, l);) {
+      if (!l.ends_with(" = 0")) continue;  // a PATH entry that has no git
+      if (l.find("[\"git\", \"config\"") != std::string::npos) ++out.config;
+      if (l.find("[\"git\", \"for-each-ref\"") != std::string::npos) ++out.refs;
+    }
+    return out;
+  };
+  ::usleep(2'200'000);  // refs older than the racy window: their stamp vouches
+  Asked first = new_session("git remote get-url origin");
+  ASSERT_EQ(first.run.status, 0) << describe(first.run);
+  EXPECT_EQ(first.config, 1);
+  EXPECT_EQ(first.refs, 1);
+  Asked second = new_session("git remote get-url origin && git rev-parse main");
+  ASSERT_EQ(second.run.status, 0) << describe(second.run);
+  EXPECT_EQ(second.run.out,
+            "https://example.com/first.git\n" + git_ok(f.project(), {"rev-parse", "main"}) + "\n");
+  EXPECT_EQ(second.config, 0) << "the repository's config, unchanged, was read by git again";
+  EXPECT_EQ(second.refs, 0) << "the repository's refs, unchanged, were listed by git again";
+
+  git_ok(f.project(), {"remote", "set-url", "origin", "https://example.com/second.git"});
+  git_ok(f.project(), {"branch", "other"});
+  ::usleep(2'200'000);
+  Asked changed = new_session("git remote get-url origin && git rev-parse other");
+  ASSERT_EQ(changed.run.status, 0) << describe(changed.run);
+  EXPECT_EQ(changed.run.out,
+            "https://example.com/second.git\n" + git_ok(f.project(), {"rev-parse", "other"}) + "\n");
+  EXPECT_EQ(changed.config, 1);
+  EXPECT_EQ(changed.refs, 1);
 }
 
 TEST(GitInside, GitGrepWorksUnderWriteXorExecute) {
