@@ -62,6 +62,10 @@
 //   trash/              what a removal renamed out of the way (one rename,
 //                       whatever the size); deleted after by a sweeper the
 //                       person does not wait for (sweep_trash)
+//   git-cache/          per repository, git's listing of its config (with the
+//                       SHA-256 of the bytes listed) and its branches and
+//                       tags (with their stamp): a new session of an
+//                       unchanged repository starts no git for either
 //
 // Git design. Inside the sandbox the view is bound read-only at
 // /run/chock/git/view (the real hooks read-only over its hooks/), the object

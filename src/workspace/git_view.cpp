@@ -138,9 +138,10 @@ std::string config_line(const std::string& key, const std::string& value, std::s
 }
 
 // What a new session would otherwise ask git again, kept in the data
-// directory (the caller's own): git's reading of the repository's config by
-// the SHA-256 of its bytes, the repository's branches and tags by the stamp
-// of their files (refs_stamp.hpp). Each saves a new session a git process.
+// directory (the caller's own), one file of each a repository: git's reading
+// of the repository's config with the SHA-256 of the bytes it read, its
+// branches and tags with the stamp of their files (refs_stamp.hpp). Each
+// saves a new session a git process.
 std::string git_cache_path(const std::string& name) {
   auto data = data_dir();
   return data ? *data + "/git-cache/" + name : std::string();
@@ -158,9 +159,12 @@ Expected<std::string> config_listing(const std::string& real_common) {
   const std::string path = real_common + "/config";
   auto bytes = fs::read_file_nofollow(path, 1 << 20);
   // Not a small regular file (a link, say): git reads it by its path, and nothing is kept.
-  const std::string cached = bytes ? git_cache_path("config-" + sha256_hex(*bytes)) : std::string();
+  // One file a repository, replaced when its config changes.
+  const std::string cached = bytes ? git_cache_path("config-" + sha256_hex(real_common)) : std::string();
+  const std::string key = bytes ? sha256_hex(*bytes) + '\0' : std::string();
   if (!cached.empty())
-    if (auto hit = fs::read_file_nofollow(cached, 1 << 20); hit) return hit;
+    if (auto hit = fs::read_file_nofollow(cached, 2 << 20); hit && hit->starts_with(key))
+      return hit->substr(key.size());
   git::Env env;
   if (bytes) env.stdin_data = *bytes;
   // --no-includes, as git does for a named file anyway (an include is a key
@@ -169,7 +173,7 @@ Expected<std::string> config_listing(const std::string& real_common) {
   if (!listed) return std::move(listed).error();
   if (!listed->ok())
     return Error{"read the repository's config: " + listed->first_error_line(), real_common, 0};
-  keep_in_git_cache(cached, listed->out);
+  keep_in_git_cache(cached, key + listed->out);
   return std::move(listed->out);
 }
 

@@ -48,7 +48,10 @@ class Load : public ::testing::Test {
   }
   Output chock(const std::vector<std::string>& args) const { return test::chock(args, options()); }
   Watched watched(const std::string& except = {}) const {
-    return Watched{{f.project(), f.data(), f.state(), f.cache(), tmp_}, tmp_, f.data(), except};
+    return Watched{{f.project(), f.data(), f.state(), f.cache(), tmp_},
+                   tmp_,
+                   f.data(),
+                   {except, f.data() + "/chock/git-cache"}};
   }
 
   Fixture f;

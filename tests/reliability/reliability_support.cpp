@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -32,12 +33,12 @@ std::vector<std::string> entries(const std::string& dir) {
   return out;
 }
 
-// Files and directories below `dir` (not following links), `except` and what is below it left out.
-std::size_t count_below(const std::string& dir, const std::string& except) {
+// Files and directories below `dir` (not following links), `except` and what is below them left out.
+std::size_t count_below(const std::string& dir, const std::vector<std::string>& except) {
   std::size_t n = 0;
   for (const auto& name : entries(dir)) {
     const std::string path = dir + "/" + name;
-    if (path == except) continue;
+    if (std::find(except.begin(), except.end(), path) != except.end()) continue;
     ++n;
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) n += count_below(path, except);

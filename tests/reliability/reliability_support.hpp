@@ -45,7 +45,10 @@ struct Watched {
   std::vector<std::string> mount_roots;  // a mount below one of these is Chock's
   std::string tmp_dir;                   // the runs' TMPDIR
   std::string data_dir;                  // the runs' XDG_DATA_HOME
-  std::string except;                    // a directory of the data directory not counted (the session's own)
+  // Directories of the data directory not counted: the session's own, and
+  // git-cache/ (one listing of a repository's config and one of its refs,
+  // replaced when they change, never one a call).
+  std::vector<std::string> except;
 };
 
 Footprint footprint(const Watched& watched);
