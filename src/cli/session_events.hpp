@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "log/session_log.hpp"
@@ -20,8 +21,21 @@ class SessionEvents {
   SessionEvents(const std::string& project, const std::string& session) { open(project, session); }
   SessionEvents(const SessionEvents&) = delete;
   SessionEvents& operator=(const SessionEvents&) = delete;
-  SessionEvents(SessionEvents&&) = default;
-  SessionEvents& operator=(SessionEvents&&) = default;
+  // What is held moves with the log; the object moved from holds nothing.
+  SessionEvents(SessionEvents&& from) noexcept
+      : log_(std::exchange(from.log_, std::nullopt)),
+        holding_(std::exchange(from.holding_, false)),
+        held_(std::exchange(from.held_, {})),
+        reserve_held_(std::exchange(from.reserve_held_, 0)) {}
+  SessionEvents& operator=(SessionEvents&& from) noexcept {
+    if (this == &from) return *this;
+    release();
+    log_ = std::exchange(from.log_, std::nullopt);
+    holding_ = std::exchange(from.holding_, false);
+    held_ = std::exchange(from.held_, {});
+    reserve_held_ = std::exchange(from.reserve_held_, 0);
+    return *this;
+  }
   ~SessionEvents() { release(); }
 
   // From hold() to release() (or the end of this object), lines and the

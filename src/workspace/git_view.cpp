@@ -157,9 +157,9 @@ void keep_in_git_cache(const std::string& path, const std::string& text) {
 // stdin, so the listing kept is of exactly the bytes it is kept by.
 Expected<std::string> config_listing(const std::string& real_common) {
   const std::string path = real_common + "/config";
+  // Not a small regular file (a link, say): git reads it by its path, and
+  // nothing is kept. Else one file a repository, replaced when it changes.
   auto bytes = fs::read_file_nofollow(path, 1 << 20);
-  // Not a small regular file (a link, say): git reads it by its path, and nothing is kept.
-  // One file a repository, replaced when its config changes.
   const std::string cached = bytes ? git_cache_path("config-" + sha256_hex(real_common)) : std::string();
   const std::string key = bytes ? sha256_hex(*bytes) + '\0' : std::string();
   if (!cached.empty())
