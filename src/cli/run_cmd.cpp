@@ -142,6 +142,15 @@ Expected<DiskGuard> disk_guard(const std::string& dir, std::uint64_t cap) {
   if (::statvfs(dir.c_str(), &v) != 0) return sys_error("statvfs, for the disk limit", dir);
   DiskGuard g =
       DiskGuard::for_file_system(dir, cap, static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize, v.f_files);
+  // Short of room while the trash (what removals let go, never work) still
+  // holds files, as after a session removed a moment ago whose sweeper is
+  // still deleting: the trash is emptied now, and the room counted again.
+  // (A sweeper at work is waited for: what it freed counts too.)
+  if (static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize < g.start_bytes() ||
+      (g.floor_inodes > 0 && v.f_favail < g.start_inodes())) {
+    (void)workspace::sweep_trash();  // a failure leaves the room as it is, and says so below
+    if (::statvfs(dir.c_str(), &v) != 0) return sys_error("statvfs, for the disk limit", dir);
+  }
   const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
   if (free_bytes < g.start_bytes())
     return Error{"the file system of " + dir + " has " + format_size(free_bytes / 4096 * 4096) +

@@ -128,6 +128,28 @@ TEST_F(Disk, ACallIsRefusedWhenTooLittleIsFreeToStart) {
   expect_next_call_runs();
 }
 
+// Short of room only because the trash still holds a removed session (its
+// sweeper not done yet): the trash is emptied and the call runs. What is
+// not in the trash (the filler above) is never touched.
+TEST_F(Disk, ARemovedSessionStillInTheTrashIsSweptBeforeACallIsRefusedForRoom) {
+  const struct statvfs v = now();
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
+  const std::string trash = small_ + "/data/chock/trash";
+  for (const std::string& d : {small_ + "/data", small_ + "/data/chock", trash, trash + "/abcd1234.00000000"})
+    ASSERT_EQ(::mkdir(d.c_str(), 0700), 0) << d;
+  write_file(trash + "/.sweep.lock", "");
+  const std::string left = trash + "/abcd1234.00000000/big";
+  const int fd = ::open(left.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - (4ULL << 20))), 0);
+  ::close(fd);
+  const Output o = run("echo ran");
+  EXPECT_EQ(o.status, 0) << describe(o);
+  EXPECT_EQ(o.out, "ran\n") << describe(o);
+  EXPECT_FALSE(exists(left)) << "the trash was not emptied";
+  EXPECT_TRUE(exists(trash + "/.sweep.lock"));
+}
+
 // The project's own cap: lower than the default, named with its size.
 TEST_F(Disk, TheProjectsDiskLimitStopsTheCallPastIt) {
   write_file(f.file("chock.zon"), ".{ .limits = .{ .disk = \"32MiB\" } }\n");
