@@ -57,31 +57,19 @@ constexpr const char* kViewLinks[] = {"HEAD", "shallow", "info", "hooks"};
 // A call that replaces or rewrites any of them moves its inode, size or
 // change time, and the next refresh runs whole.
 std::string view_inputs_stamp(const Session& s) {
-  const std::string view = view_dir(s);
-  const std::string common = s.common();
-  std::vector<std::string> paths{s.common_dir + "/shallow",
-                                 s.common_dir + "/info/exclude",
-                                 s.common_dir + "/info/attributes",
-                                 common,
-                                 common + "/refs",
-                                 common + "/refs/heads",
-                                 common + "/refs/tags",
-                                 common + "/packed-refs",
-                                 common + "/config",
-                                 view,
-                                 view + "/packed-refs",
-                                 view + "/refs",
-                                 view + "/refs/heads",
-                                 view + "/refs/tags",
-                                 view + "/info",
-                                 view + "/info/exclude",
-                                 view + "/info/attributes",
-                                 view + "/hooks",
-                                 view + "/HEAD",
-                                 view + "/shallow"};
-  for (const char* name : kViewLinks) paths.push_back(common + "/" + name);
-  std::string stamp = refs_stamp::take_paths(paths);
-  return stamp.empty() ? stamp : "base " + s.base + "\n" + stamp;
+  std::vector<std::string> common{"refs", "refs/heads", "refs/tags", "packed-refs", "config"};
+  for (const char* name : kViewLinks) common.emplace_back(name);
+  std::string stamp;
+  for (const std::string& part :
+       {refs_stamp::take_paths(s.common_dir, {"shallow", "info", "info/exclude", "info/attributes"}),
+        refs_stamp::take_paths(s.common(), common),
+        refs_stamp::take_paths(view_dir(s),
+                               {"packed-refs", "refs", "refs/heads", "refs/tags", "info", "info/exclude",
+                                "info/attributes", "hooks", "HEAD", "shallow"})}) {
+    if (part.empty()) return {};
+    stamp += part;
+  }
+  return "base " + s.base + "\n" + stamp;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {

@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 
 #include "util/fd.hpp"
+#include "util/syscalls.hpp"
 
 namespace chock::workspace::refs_stamp {
 
@@ -112,17 +114,24 @@ std::string take(const std::string& common_dir) {
   return w.text;
 }
 
-std::string take_paths(const std::vector<std::string>& paths) {
+std::string take_paths(const std::string& root, const std::vector<std::string>& rels) {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   Walk w;
-  for (const auto& path : paths) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0) {
-      w.add(path, st);
+  w.text = root + "\n";
+  UniqueFd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!dir || ::fstat(dir.get(), &st) != 0) return {};
+  w.add(".", st);
+  // Beneath the root only, no link followed on the way: a call that made a
+  // directory here a link sees that link stamped, never what it names.
+  constexpr std::uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  for (const auto& rel : rels) {
+    UniqueFd fd(sys::openat2(dir.get(), rel.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, kResolve));
+    if (fd && ::fstat(fd.get(), &st) == 0) {
+      w.add(rel, st);
     } else {
-      w.text += path;
-      w.text += " -\n";
+      w.text += rel + " - " + std::to_string(errno) + "\n";
     }
   }
   if (w.newest + kRacyNs > ns_of(now)) return {};

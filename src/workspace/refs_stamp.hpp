@@ -20,8 +20,9 @@ inline constexpr long long kRacyNs = 2'000'000'000;
 // target may be elsewhere), a change younger than kRacyNs, an unreadable entry.
 std::string take(const std::string& common_dir);
 
-// The same stamp of each of `paths` as it is (lstat: no link followed; a
-// missing one is stamped missing), or empty when one changed within kRacyNs.
-std::string take_paths(const std::vector<std::string>& paths);
+// The same stamp of `root` and of each of `rels` beneath it as it is (no
+// link followed, the last one's own metadata; one that cannot be reached is
+// stamped with why), or empty when one changed within kRacyNs.
+std::string take_paths(const std::string& root, const std::vector<std::string>& rels);
 
 }  // namespace chock::workspace::refs_stamp

@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "process.hpp"
 
@@ -78,27 +80,52 @@ TEST(RefsStamp, ASymbolicRefALinkOrAReftableStoreIsNeverVouched) {
 // gone each changes the stamp; a path that is not there is stamped missing.
 TEST(RefsStamp, PathsRewrittenReplacedOrGoneChangeTheirStamp) {
   test::TempDir dir{"chock-refs-stamp"};
+  const std::string root = dir.path();
   const std::string file = dir / "exclude";
-  const std::string absent = dir / "attributes";
+  const std::vector<std::string> rels{"exclude", "attributes"};
   test::write_file(file, "*.o\n");
-  EXPECT_EQ(take_paths({file, absent}), "") << "a file made just now was vouched for";
+  EXPECT_EQ(take_paths(root, rels), "") << "a file made just now was vouched for";
   past_racy_window();
-  const std::string quiet = take_paths({file, absent});
+  const std::string quiet = take_paths(root, rels);
   ASSERT_NE(quiet, "");
-  EXPECT_EQ(take_paths({file, absent}), quiet);
-  EXPECT_NE(quiet.find(absent + " -\n"), std::string::npos) << quiet;
+  EXPECT_EQ(take_paths(root, rels), quiet);
+  EXPECT_NE(quiet.find("\nattributes - " + std::to_string(ENOENT) + "\n"), std::string::npos) << quiet;
   test::write_file(file, "*.a\n");  // the same size, in place
   past_racy_window();
-  const std::string rewritten = take_paths({file, absent});
+  const std::string rewritten = take_paths(root, rels);
   EXPECT_NE(rewritten, "");
   EXPECT_NE(rewritten, quiet) << "a file rewritten in place left the stamp as it was";
   ASSERT_EQ(::unlink(file.c_str()), 0);
   ASSERT_EQ(::symlink("/etc/hostname", file.c_str()), 0);
   past_racy_window();
-  const std::string linked = take_paths({file, absent});
+  const std::string linked = take_paths(root, rels);
   EXPECT_NE(linked, rewritten) << "a link in place of the file left the stamp as it was";
   ASSERT_EQ(::unlink(file.c_str()), 0);
-  EXPECT_NE(take_paths({file, absent}), linked) << "a file gone left the stamp as it was";
+  EXPECT_NE(take_paths(root, rels), linked) << "a file gone left the stamp as it was";
+}
+
+// A call can make a directory of its session's common dir a link: what lies
+// beneath that link is never looked at, only the link itself is stamped, so
+// the stamp reads nothing outside the root and still changes.
+TEST(RefsStamp, ALinkBeneathTheRootIsStampedNeverFollowed) {
+  test::TempDir dir{"chock-refs-stamp"};
+  const std::string root = dir / "common";
+  const std::string outside = make_refs(dir, "outside");
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (root + "/refs").c_str()), 0);
+  const std::vector<std::string> rels{"refs", "refs/heads"};
+  past_racy_window();
+  const std::string before = take_paths(root, rels);
+  ASSERT_NE(before, "");
+  EXPECT_NE(before.find("\nrefs/heads - " + std::to_string(ELOOP) + "\n"), std::string::npos) << before;
+  // What the link names changes; the stamp beneath the root does not follow it there.
+  test::write_file(outside + "/refs/heads/other", kCommit);
+  past_racy_window();
+  EXPECT_EQ(take_paths(root, rels), before) << "the stamp read a directory outside its root through a link";
+  ASSERT_EQ(::unlink((root + "/refs").c_str()), 0);
+  ASSERT_EQ(::symlink((outside + "/refs").c_str(), (root + "/refs").c_str()), 0);
+  past_racy_window();
+  EXPECT_NE(take_paths(root, rels), before) << "a link replaced left the stamp as it was";
 }
 
 }  // namespace
