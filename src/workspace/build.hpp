@@ -17,6 +17,9 @@ struct Project {
   std::string git_dir;     // the project's own git dir (a linked worktree's admin dir, or .git)
   std::string common_dir;  // the repository's common dir
   std::string head;        // the commit checked out; empty when the repository has none
+  // `head` read from HEAD and the refs, not asked of git: that it names a
+  // commit is checked where it is first checked out (bases.cpp).
+  bool head_from_files = false;
 };
 
 // Looks for a .git upwards from `dir`. Refuses a repository the caller does

@@ -85,7 +85,7 @@ namespace {
 // Writes a temporary file of this writer's own beside `path` and renames it
 // there (`replace`: over what is there; else only where nothing is, EEXIST).
 Expected<void> write_and_rename(const std::string& path, const std::string& content, mode_t mode,
-                                bool replace) {
+                                bool replace, Durable durable = Durable::yes) {
   // A name of this writer's own: two processes writing one file at once
   // (two calls installing the same preload) each rename a whole file.
   std::uint64_t nonce = 0;
@@ -99,7 +99,7 @@ Expected<void> write_and_rename(const std::string& path, const std::string& cont
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
     if (!fd) return sys_error("create", tmp);
     auto written = write_all(fd.get(), content, tmp);
-    if (written && ::fsync(fd.get()) != 0) written = sys_error("fsync", tmp);
+    if (written && durable == Durable::yes && ::fsync(fd.get()) != 0) written = sys_error("fsync", tmp);
     if (!written) {
       ::unlink(tmp.c_str());
       return written;
@@ -117,11 +117,13 @@ Expected<void> write_and_rename(const std::string& path, const std::string& cont
 
 }  // namespace
 
-Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
-  return write_and_rename(path, content, mode, true);
+Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode,
+                                 Durable durable) {
+  return write_and_rename(path, content, mode, true, durable);
 }
 
-Expected<void> write_file_if_changed(const std::string& path, const std::string& content, mode_t mode) {
+Expected<void> write_file_if_changed(const std::string& path, const std::string& content, mode_t mode,
+                                     Durable durable) {
   {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st {};
@@ -129,7 +131,7 @@ Expected<void> write_file_if_changed(const std::string& path, const std::string&
         static_cast<std::uint64_t>(st.st_size) == content.size())
       if (auto now = read_all(fd.get(), path, content.size() + 1); now && *now == content) return {};
   }
-  return write_file_atomic(path, content, mode);
+  return write_file_atomic(path, content, mode, durable);
 }
 
 Expected<void> write_file_new(const std::string& path, const std::string& content, mode_t mode) {

@@ -15,11 +15,18 @@ namespace chock::workspace::fs {
 Expected<std::string> read_file(const std::string& path);
 // Reads a file that must be a small regular file, refusing a symbolic link.
 Expected<std::string> read_file_nofollow(const std::string& path, std::size_t max_bytes);
+// Whether a file's bytes are flushed to the disk before it is renamed into
+// place. `no` only for what a stamp checks and a refresh makes again (the
+// git view, the stamps, git-cache/): a power cut can cost a refresh, never
+// the session's own state.
+enum class Durable : bool { no, yes };
 // Writes through a temporary file and rename, so a reader never sees half.
-Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0644);
+Expected<void> write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0644,
+                                 Durable durable = Durable::yes);
 // The same, unless `path` is already a regular file of exactly `content` and
 // `mode`: then nothing is written (no new inode, no fsync).
-Expected<void> write_file_if_changed(const std::string& path, const std::string& content, mode_t mode = 0644);
+Expected<void> write_file_if_changed(const std::string& path, const std::string& content, mode_t mode = 0644,
+                                     Durable durable = Durable::yes);
 // The same where nothing is at `path` yet: an Error with EEXIST when
 // something is (another writer got there first), and what is there stays.
 // A file bound into running calls is installed this way, never replaced

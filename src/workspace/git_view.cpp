@@ -138,7 +138,8 @@ std::string git_cache_path(const std::string& name) {
 void keep_in_git_cache(const std::string& path, const std::string& text) {
   if (path.empty()) return;
   // A cache: a failure to keep it costs the next session a git process, nothing more.
-  if (fs::make_dirs(path.substr(0, path.rfind('/')), 0700)) (void)fs::write_file_atomic(path, text);
+  if (fs::make_dirs(path.substr(0, path.rfind('/')), 0700))
+    (void)fs::write_file_atomic(path, text, 0644, fs::Durable::no);
 }
 
 // `git config --list -z` of the repository's config, given its bytes on
@@ -204,7 +205,7 @@ Expected<std::string> generated_config(const std::string& real_common) {
 Expected<void> copy_if_there(const std::string& from, const std::string& to) {
   auto text = fs::read_file_nofollow(from, 16 << 20);
   if (!text) return text.error().code == ENOENT ? Expected<void>{} : Expected<void>(std::move(text).error());
-  return fs::write_file_if_changed(to, *text);
+  return fs::write_file_if_changed(to, *text, 0644, fs::Durable::no);
 }
 
 // The objects of every tip not yet packed, as one more pack in the view. A
@@ -392,12 +393,10 @@ Expected<void> refresh_view(const Session& s, Notes& notes) {
   // Most calls: the repository's refs, the session's and the view as the
   // last refresh left them, vouched for by stamps (no file read but two).
   const std::string view_stamp_path_now = view_stamp_path(s);
-  if (!refs_now.empty()) {
-    const std::string inputs = view_inputs_stamp(s);
-    if (!inputs.empty())
-      if (auto was = fs::read_file_nofollow(view_stamp_path_now, 64 << 20); was && *was == refs_now + inputs)
+  if (!refs_now.empty())
+    if (auto was = fs::read_file_nofollow(view_stamp_path_now, 64 << 20); was && was->starts_with(refs_now))
+      if (const std::string inputs = view_inputs_stamp(s); !inputs.empty() && *was == refs_now + inputs)
         return {};
-  }
   // None vouches for the view while it is refreshed: a crash between leaves none.
   if (::unlink(view_stamp_path_now.c_str()) != 0 && errno != ENOENT)
     return sys_error("unlink", view_stamp_path_now);
@@ -411,11 +410,13 @@ Expected<void> refresh_view(const Session& s, Notes& notes) {
   }
   if (auto r = update_own_refs(s, view, *refs); !r) return r;
   // What the view says now is where the next call's merge starts from.
-  if (auto r = fs::write_file_if_changed(view + "/packed-refs", session_refs::packed_text(*refs)); !r)
+  if (auto r = fs::write_file_if_changed(view + "/packed-refs", session_refs::packed_text(*refs), 0644,
+                                         fs::Durable::no);
+      !r)
     return r;
   if (!stamp.empty())
-    if (auto r = fs::write_file_atomic(refs_stamp_path(s), stamp); !r) return r;
-  if (auto r = fs::write_file_if_changed(view + "/HEAD", s.base + "\n"); !r) return r;
+    if (auto r = fs::write_file_atomic(refs_stamp_path(s), stamp, 0644, fs::Durable::no); !r) return r;
+  if (auto r = fs::write_file_if_changed(view + "/HEAD", s.base + "\n", 0644, fs::Durable::no); !r) return r;
   if (auto r = copy_if_there(s.common_dir + "/shallow", view + "/shallow"); !r) return r;
   for (const char* f : {"/info/exclude", "/info/attributes"})
     if (auto r = copy_if_there(s.common_dir + f, view + f); !r) return r;
@@ -428,7 +429,7 @@ Expected<void> refresh_view(const Session& s, Notes& notes) {
   // refs' stamp from before it, as the view was made from those refs.
   if (!refs_now.empty())
     if (const std::string inputs = view_inputs_stamp(s); !inputs.empty())
-      return fs::write_file_atomic(view_stamp_path_now, refs_now + inputs);
+      return fs::write_file_atomic(view_stamp_path_now, refs_now + inputs, 0644, fs::Durable::no);
   return {};
 }
 

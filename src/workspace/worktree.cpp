@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -52,6 +53,56 @@ Expected<void> make_common(const Session& s, Notes& notes) {
   if (auto r = fs::write_file(common + "/objects/info/alternates", "../../repo/objects\n"); !r) return r;
   if (auto r = write_common_config(s); !r) return r;
   return refresh_view(s, notes);
+}
+
+// A commit id as git writes it: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
+bool is_object_id(std::string_view v) {
+  return (v.size() == 40 || v.size() == 64) &&
+         v.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// A branch name git could have written: refs/heads/ and components that
+// neither start with a dot nor hold anything git refuses in a ref name.
+bool is_plain_branch(std::string_view ref) {
+  if (ref.rfind("refs/heads/", 0) != 0 || ref.back() == '/' || ref.find("//") != std::string_view::npos ||
+      ref.find("/.") != std::string_view::npos || ref.find("..") != std::string_view::npos ||
+      ref.find(".lock") != std::string_view::npos)
+    return false;
+  return std::none_of(ref.begin(), ref.end(), [](char c) {
+    return static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '~' || c == '^' || c == ':' ||
+           c == '?' || c == '*' || c == '[' || c == '\\';
+  });
+}
+
+// The commit HEAD names, read from the files git keeps it in (HEAD, the
+// branch's loose ref or its line in packed-refs), as `git rev-parse HEAD`
+// would give it; nothing where anything is unusual (a reftable store, a
+// symbolic ref, no commit yet, a huge packed-refs), and git is asked then.
+std::optional<std::string> head_from_files(const Project& p) {
+  struct stat st {};
+  if (::lstat((p.common_dir + "/reftable").c_str(), &st) == 0) return std::nullopt;
+  auto head = fs::read_file_nofollow(p.git_dir + "/HEAD", 4096);
+  if (!head) return std::nullopt;
+  const std::string line = git::chomp(*head);
+  if (is_object_id(line)) return line;
+  if (line.rfind("ref: ", 0) != 0 || !is_plain_branch(std::string_view(line).substr(5))) return std::nullopt;
+  const std::string ref = line.substr(5);
+  auto loose = fs::read_file_nofollow(p.common_dir + "/" + ref, 4096);
+  if (loose) {
+    std::string id = git::chomp(*loose);
+    return is_object_id(id) ? std::optional(std::move(id)) : std::nullopt;
+  }
+  if (loose.error().code != ENOENT) return std::nullopt;
+  auto packed = fs::read_file_nofollow(p.common_dir + "/packed-refs", 16 << 20);
+  if (!packed) return std::nullopt;
+  const std::string want = " " + ref + "\n";
+  for (std::size_t at = packed->find(want); at != std::string::npos; at = packed->find(want, at + 1)) {
+    const std::size_t start = packed->rfind('\n', at);
+    const std::size_t from = start == std::string::npos ? 0 : start + 1;
+    std::string id = packed->substr(from, at - from);
+    if (is_object_id(id)) return id;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -136,6 +187,11 @@ Expected<Project> find_project(const std::string& dir) {
   auto found = locate_project(dir);
   if (!found || !found->git) return found;
   Project p = std::move(*found);
+  if (auto id = head_from_files(p); id) {
+    p.head = std::move(*id);
+    p.head_from_files = true;
+    return p;
+  }
   auto head = git::run({"rev-parse", "-q", "--verify", "HEAD^{commit}"}, git::repo_env(p.git_dir));
   if (!head) return std::move(head).error();
   if (head->ok()) p.head = git::chomp(head->out);
@@ -184,7 +240,8 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   // Check out with git pointed at the real repository and our index; the
   // session's config is never git's configuration on the host.
   auto env = git::repo_env(project.common_dir, s.tree(), admin + "/index", s.objects());
-  if (auto r = git::capture({"read-tree", s.base}, env, "read the base commit into the index"); !r)
+  if (auto r = git::capture({"read-tree", s.base + "^{commit}"}, env, "read the base commit into the index");
+      !r)
     return std::move(r).error();
   {
     ProgressWatch watch(progress, progress_after_ms, "checking out " + s.base.substr(0, 12), s.tree(),

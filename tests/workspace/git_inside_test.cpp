@@ -141,9 +141,10 @@ TEST(GitInside, AViewStampThatVouchesStillSeesTheRepositoryMoveAndACallBreakItsG
 
 // A new session of a repository whose config and refs are as another
 // session found them takes both from the data directory's git cache: no
-// `git config`, no `git for-each-ref`. A changed config or a moved branch is
+// `git config`, no `git for-each-ref`, and HEAD's commit has a base: no
+// `git rev-parse`. A changed config or a moved branch is
 // asked again.
-TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorItsRefs) {
+TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorItsRefsNorItsHead) {
   if (run_process({"strace", "-V"}).status != 0)
     GTEST_SKIP() << "strace is not installed (scripts/install-deps)";
   Fixture f;
@@ -154,6 +155,7 @@ TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorI
     Output run;
     int config = 0;
     int refs = 0;
+    int head = 0;
   };
   auto new_session = [&](const std::string& script) {
     Asked out{run_process({"strace", "-f", "-qq", "-e", "trace=execve", "-o", trace, chock_binary(), "run",
@@ -164,6 +166,7 @@ TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorI
       if (!l.ends_with(" = 0")) continue;  // a PATH entry that has no git
       if (l.find("[\"git\", \"config\"") != std::string::npos) ++out.config;
       if (l.find("[\"git\", \"for-each-ref\"") != std::string::npos) ++out.refs;
+      if (l.find("[\"git\", \"rev-parse\"") != std::string::npos) ++out.head;
     }
     return out;
   };
@@ -172,17 +175,19 @@ TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorI
   ASSERT_EQ(first.run.status, 0) << describe(first.run);
   EXPECT_EQ(first.config, 1);
   EXPECT_EQ(first.refs, 1);
-  Asked second = new_session("git remote get-url origin && git rev-parse main");
+  EXPECT_EQ(first.head, 1) << "HEAD, read from its files, is checked by git before its first base";
+  Asked second = new_session("git remote get-url origin && git log -1 --format=%H main");
   ASSERT_EQ(second.run.status, 0) << describe(second.run);
   EXPECT_EQ(second.run.out,
             "https://example.com/first.git\n" + git_ok(f.project(), {"rev-parse", "main"}) + "\n");
   EXPECT_EQ(second.config, 0) << "the repository's config, unchanged, was read by git again";
   EXPECT_EQ(second.refs, 0) << "the repository's refs, unchanged, were listed by git again";
+  EXPECT_EQ(second.head, 0) << "HEAD, whose base is there, was asked of git again";
 
   git_ok(f.project(), {"remote", "set-url", "origin", "https://example.com/second.git"});
   git_ok(f.project(), {"branch", "other"});
   ::usleep(2'200'000);
-  Asked changed = new_session("git remote get-url origin && git rev-parse other");
+  Asked changed = new_session("git remote get-url origin && git log -1 --format=%H other");
   ASSERT_EQ(changed.run.status, 0) << describe(changed.run);
   EXPECT_EQ(changed.run.out,
             "https://example.com/second.git\n" + git_ok(f.project(), {"rev-parse", "other"}) + "\n");

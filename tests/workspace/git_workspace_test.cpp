@@ -35,6 +35,55 @@ TEST(GitWorkspace, WriteInsideStaysOutOfTheProjectAndACommitIsAppliedWithItsMess
   EXPECT_NE(git(f.project(), {"rev-parse", "-q", "--verify", "refs/chock/" + id}).status, 0);
 }
 
+// Chock reads HEAD from git's files rather than asking git; wherever the
+// branch is kept (a loose ref, packed-refs only, a detached HEAD, a linked
+// worktree), the session starts at the commit git names, and where the
+// files are unusual (a symbolic ref, an unborn branch) git is asked.
+TEST(GitWorkspace, ASessionStartsAtTheCommitGitCallsHEADWhereverTheBranchIsKept) {
+  Fixture f;
+  f.init_git();
+  auto session_head = [&](const std::string& project) {
+    Output o = f.chock({"run", "--project", project, "--", "git", "rev-parse", "HEAD"});
+    EXPECT_EQ(o.status, 0) << describe(o);
+    return o.out;
+  };
+  const std::string first = git_ok(f.project(), {"rev-parse", "HEAD"});
+  EXPECT_EQ(session_head(f.project()), first + "\n") << "a loose branch";
+
+  write_file(f.file("a.txt"), "second\n");
+  f.commit_all("second");
+  git_ok(f.project(), {"tag", "-a", "-m", "peeled in packed-refs", "v2"});
+  git_ok(f.project(), {"pack-refs", "--all"});
+  ASSERT_FALSE(exists(f.file(".git/refs/heads/main")));
+  const std::string second = git_ok(f.project(), {"rev-parse", "HEAD"});
+  EXPECT_EQ(session_head(f.project()), second + "\n") << "a branch in packed-refs only";
+
+  git_ok(f.project(), {"checkout", "-q", "--detach", "HEAD~1"});
+  EXPECT_EQ(session_head(f.project()), first + "\n") << "a detached HEAD";
+  git_ok(f.project(), {"checkout", "-q", "main"});
+
+  const std::string linked = f.project() + "/../linked";
+  git_ok(f.project(), {"worktree", "add", "-q", "-b", "side", linked, first});
+  EXPECT_EQ(session_head(linked), first + "\n") << "a linked worktree's own HEAD";
+
+  git_ok(f.project(), {"symbolic-ref", "refs/heads/alias", "refs/heads/main"});
+  git_ok(f.project(), {"symbolic-ref", "HEAD", "refs/heads/alias"});
+  EXPECT_EQ(session_head(f.project()), second + "\n") << "a branch that is a symbolic ref";
+
+  git_ok(f.project(), {"checkout", "-q", "--orphan", "unborn"});
+  Output unborn = f.chock({"run", "--", "true"});
+  EXPECT_EQ(unborn.status, 0) << describe(unborn);
+  EXPECT_NE(unborn.err.find("overlay workspace"), std::string::npos)
+      << "a repository with no commit on its branch is not a git workspace: " << describe(unborn);
+
+  write_file(f.file(".git/HEAD"), std::string(40, 'e') + "\n");
+  Output missing = f.chock({"run", "--", "true"});
+  EXPECT_NE(missing.status, 0) << describe(missing);
+  EXPECT_NE(missing.err.find("the project's HEAD does not name a commit: " + std::string(40, 'e')),
+            std::string::npos)
+      << describe(missing);
+}
+
 TEST(GitWorkspace, WithoutATerminalApplyRefusesAndSaysHow) {
   Fixture f;
   f.init_git();
