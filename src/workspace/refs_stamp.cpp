@@ -124,14 +124,29 @@ std::string take_paths(const std::string& root, const std::vector<std::string>& 
   if (!dir || ::fstat(dir.get(), &st) != 0) return {};
   w.add(".", st);
   // Beneath the root only, no link followed on the way: a call that made a
-  // directory here a link sees that link stamped, never what it names.
+  // directory here a link sees that link stamped, never what it names. Each
+  // directory on the way is opened once; each entry is one fstatat in it.
   constexpr std::uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  std::string open_name;
+  UniqueFd sub;
+  int sub_errno = 0;
   for (const auto& rel : rels) {
-    UniqueFd fd(sys::openat2(dir.get(), rel.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, kResolve));
-    if (fd && ::fstat(fd.get(), &st) == 0) {
+    const auto slash = rel.rfind('/');
+    int at = dir.get();
+    if (slash != std::string::npos) {
+      if (rel.compare(0, slash, open_name) != 0 || open_name.size() != slash) {
+        open_name = rel.substr(0, slash);
+        sub.reset(sys::openat2(dir.get(), open_name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0,
+                               kResolve));
+        sub_errno = sub ? 0 : errno;
+      }
+      at = sub.get();
+    }
+    const char* name = slash == std::string::npos ? rel.c_str() : rel.c_str() + slash + 1;
+    if (at >= 0 && ::fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
       w.add(rel, st);
     } else {
-      w.text += rel + " - " + std::to_string(errno) + "\n";
+      w.text += rel + " - " + std::to_string(at >= 0 ? errno : sub_errno) + "\n";
     }
   }
   if (w.newest + kRacyNs > ns_of(now)) return {};

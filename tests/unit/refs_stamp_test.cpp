@@ -112,18 +112,19 @@ TEST(RefsStamp, ALinkBeneathTheRootIsStampedNeverFollowed) {
   const std::string root = dir / "common";
   const std::string outside = make_refs(dir, "outside");
   ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
-  ASSERT_EQ(::symlink(outside.c_str(), (root + "/refs").c_str()), 0);
+  ASSERT_EQ(::symlink((outside + "/refs").c_str(), (root + "/refs").c_str()), 0);
   const std::vector<std::string> rels{"refs", "refs/heads"};
   past_racy_window();
   const std::string before = take_paths(root, rels);
   ASSERT_NE(before, "");
-  EXPECT_NE(before.find("\nrefs/heads - " + std::to_string(ELOOP) + "\n"), std::string::npos) << before;
+  EXPECT_NE(before.find("\nrefs/heads - "), std::string::npos)
+      << "what lies beneath a link was stamped: " << before;
   // What the link names changes; the stamp beneath the root does not follow it there.
   test::write_file(outside + "/refs/heads/other", kCommit);
   past_racy_window();
   EXPECT_EQ(take_paths(root, rels), before) << "the stamp read a directory outside its root through a link";
   ASSERT_EQ(::unlink((root + "/refs").c_str()), 0);
-  ASSERT_EQ(::symlink((outside + "/refs").c_str(), (root + "/refs").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (root + "/refs").c_str()), 0);
   past_racy_window();
   EXPECT_NE(take_paths(root, rels), before) << "a link replaced left the stamp as it was";
 }
