@@ -11,6 +11,8 @@ chock=$(realpath "${1:-build/bin/chock}")
 runs=${2:-200}
 files=${3:-20000}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/callers.sh
+. "$here/callers.sh"
 
 scratch=$(mktemp -d /tmp/chock-call-bench.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
@@ -49,9 +51,8 @@ one_caller() {
   # A repository whose refs changed in the last 2 s is asked again on each
   # call (src/workspace/refs_stamp.hpp): the bench measures the usual case.
   sleep 2
-  # shellcheck disable=SC2016
-  "$@" env HOME="$home" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" XDG_CACHE_HOME="$home/cache" \
-    XDG_CONFIG_HOME="$home/config" INTERLEAVE_CPU=1 sh -c '
+  # shellcheck disable=SC2016,SC2046
+  "$@" env $(caller_env "$home") INTERLEAVE_CPU=1 sh -c '
       set -eu
       session() { "$1/chock" run --project "$2" --keep -- true 2>&1 >/dev/null | sed -n "s/^chock: session \([a-z0-9]*\) .*/\1/p"; }
       small=$(session "$1" "$2/small")
@@ -74,9 +75,4 @@ one_caller() {
 
 echo "| caller | command | wall, ms | / sandbox | CPU, ms | / sandbox |"
 echo "| --- | --- | --- | --- | --- | --- |"
-if [ "$(id -u)" = 0 ]; then
-  one_caller root 0 env
-  one_caller "uid 61000" 61000 setpriv --reuid=61000 --regid=61000 --clear-groups
-else
-  one_caller "uid $(id -u)" "$(id -u)" env
-fi
+each_caller one_caller

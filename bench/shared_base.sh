@@ -45,7 +45,8 @@ make_project() {
 }
 
 
-median() { sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=bench/callers.sh
+. "$(cd "$(dirname "$0")" && pwd)/callers.sh"
 
 one_caller() {
   label=$1
@@ -55,9 +56,8 @@ one_caller() {
   mkdir -p "$home"
   make_project "$home/project" "$files"
   chown -R "$uid:$uid" "$home"
-  # shellcheck disable=SC2016
-  "$@" env HOME="$home" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" XDG_CACHE_HOME="$home/cache" \
-    XDG_CONFIG_HOME="$home/config" GIT_CONFIG_GLOBAL=/dev/null sh -c '
+  # shellcheck disable=SC2016,SC2046
+  "$@" env $(caller_env "$home") sh -c '
       set -eu
       chock=$1 home=$2 runs=$3
       p=$home/project
@@ -137,9 +137,4 @@ one_caller() {
 
 echo "| caller | files | worktree add, ms | first session, ms | next session, ms | next commit, ms | remove, ms | data dir after 10 sessions |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-if [ "$(id -u)" = 0 ]; then
-  one_caller root 0 env
-  one_caller "uid 61000" 61000 setpriv --reuid=61000 --regid=61000 --clear-groups
-else
-  one_caller "uid $(id -u)" "$(id -u)" env
-fi
+each_caller one_caller

@@ -225,7 +225,10 @@ struct OpenOptions {
   std::vector<std::string> deny;   // files to cover (added to the session's list)
   std::vector<std::string> carry;  // git: ignored directories to carry in (added to the session's list)
   std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
-  Progress progress;               // empty: no reports
+  // Set: a call runs now (unix seconds), kept as the session's last_run in
+  // the one write of session.json the open makes, before the call can write.
+  std::int64_t last_run = 0;
+  Progress progress;                       // empty: no reports
   std::uint32_t progress_after_ms = 1000;  // a step reports once it has run this long (0: from its start)
 };
 
@@ -245,7 +248,7 @@ Expected<Opened> open(const OpenOptions& options);
 // Reads a session by id (no lock).
 Expected<Session> load(const std::string& id);
 Expected<SessionLock> lock(const Session& session, bool wait);
-// Writes session.json back (after a call: last_run).
+// Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);
 
 // Adds the workspace to a sandbox config: the tree (or the overlay) at the

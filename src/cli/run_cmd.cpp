@@ -250,6 +250,7 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   open.project = *root;
   open.session = o.session;
   open.allow_dirty = o.allow_dirty;
+  open.last_run = static_cast<std::int64_t>(std::time(nullptr));
   open.deny = o.deny;
   for (const auto& path : layers->deny_read())
     if (std::find(open.deny.begin(), open.deny.end(), path) == open.deny.end()) open.deny.push_back(path);
@@ -384,8 +385,6 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
                               {"network", network_name(config.network)},
                               {"toolchain", toolchain_json(shell)}});
 
-  s.last_run = static_cast<std::int64_t>(std::time(nullptr));
-  if (auto r = workspace::save(s); !r) return refuse(r.error(), o.result_file);
   events.add("tool.call", {{"argv", config.argv},
                            {"cwd", config.cwd},
                            {"timeout_ms", config.timeout ? config.timeout->count() : 0}});

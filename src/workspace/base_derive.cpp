@@ -36,8 +36,9 @@ struct Changes {
 
 Expected<std::optional<Changes>> changes_between(const build::Project& project, const std::string& from,
                                                  std::size_t max_changes) {
-  auto diff = git::run({"diff", "--no-renames", "--raw", "--no-abbrev", "-z", from, project.head},
-                       git::repo_env(project.common_dir));
+  auto diff =
+      git::run({"diff", "--no-renames", "--raw", "--no-abbrev", "-z", from, project.head + "^{commit}"},
+               git::repo_env(project.common_dir));
   if (!diff) return std::move(diff).error();
   if (!diff->ok()) return std::optional<Changes>();  // the donor's commit is not in this repository
   // ":OLD_MODE NEW_MODE OLD_ID NEW_ID STATUS", then the path.

@@ -51,7 +51,9 @@ Expected<void> check_out(const std::string& dir, const build::Project& project,
   const std::string index = dir + "/index";
   auto env = git::repo_env(project.common_dir, tree, index, {});
   env.as = as;
-  if (auto r = git::capture({"read-tree", project.head}, env, "read the base commit into the index"); !r)
+  if (auto r =
+          git::capture({"read-tree", project.head + "^{commit}"}, env, "read the base commit into the index");
+      !r)
     return std::move(r).error();
   ProgressWatch watch(progress, progress_after_ms, "checking out " + project.head.substr(0, 12), tree,
                       build::index_entries(index));
@@ -165,18 +167,6 @@ std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const s
   return Donor{std::move(*fd), root + "/" + best, best};
 }
 
-// A HEAD read from the files (worktree.cpp) is asked of git once, before
-// its first base: a base there means it named a commit.
-Expected<void> check_commit(const build::Project& project) {
-  if (!project.head_from_files) return {};
-  auto r =
-      git::run({"rev-parse", "-q", "--verify", project.head + "^{commit}"}, git::repo_env(project.git_dir));
-  if (!r) return std::move(r).error();
-  if (!r->ok() || git::chomp(r->out) != project.head)
-    return Error{"the project's HEAD does not name a commit", project.head, 0, Errc::bad_config};
-  return {};
-}
-
 // From the nearest base when few files differ, else a fresh checkout.
 Expected<void> make_from_nearest(const std::string& tmp, const std::string& root,
                                  const build::Project& project, uid_t owner, const Progress& progress,
@@ -228,7 +218,6 @@ Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& 
     // Made by one process; the others wait and find it there.
     if (auto r = lock(held.lock.get(), LOCK_EX, lock_path); !r) return std::move(r).error();
     if (!fs::is_dir(held.dir)) {
-      if (auto r = check_commit(project); !r) return std::move(r).error();
       std::uint64_t nonce = 0;
       if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) nonce = ::getpid();
       char suffix[24];

@@ -16,10 +16,10 @@ struct Project {
   bool git = false;
   std::string git_dir;     // the project's own git dir (a linked worktree's admin dir, or .git)
   std::string common_dir;  // the repository's common dir
-  std::string head;        // the commit checked out; empty when the repository has none
-  // `head` read from HEAD and the refs, not asked of git: that it names a
-  // commit is checked where it is first checked out (bases.cpp).
-  bool head_from_files = false;
+  // The commit checked out; empty when the repository has none. Read from
+  // git's files, not asked of git: a base is checked out from `head^{commit}`,
+  // so one that names no commit makes none.
+  std::string head;
 };
 
 // Looks for a .git upwards from `dir`. Refuses a repository the caller does

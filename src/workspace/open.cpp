@@ -56,6 +56,8 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
   if (!added.empty() && out.session.kind == Kind::git)
     out.notes.emplace_back(
         "the newly denied files are covered in the tree; git inside still lists them as changed");
+  // Never the run an adopt took in: a call in the second of the adopt is new work.
+  if (o.last_run != 0) out.session.last_run = std::max(o.last_run, out.session.adopted_run + 1);
   if (session_record(out.session).dump(2) + "\n" != loaded)
     if (auto r = save(out.session); !r) return std::move(r).error();
   return out;
@@ -81,6 +83,7 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
                                                     o.progress_after_ms, base_lock)
                              : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
   if (built) built = build::add_carried(s, o.carry, out.notes);
+  s.last_run = o.last_run;
   if (built) built = save(s);
   if (!built) {
     (void)fs::remove_tree(s.dir);

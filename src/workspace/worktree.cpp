@@ -189,7 +189,6 @@ Expected<Project> find_project(const std::string& dir) {
   Project p = std::move(*found);
   if (auto id = head_from_files(p); id) {
     p.head = std::move(*id);
-    p.head_from_files = true;
     return p;
   }
   auto head = git::run({"rev-parse", "-q", "--verify", "HEAD^{commit}"}, git::repo_env(p.git_dir));

@@ -66,6 +66,17 @@ class Disk : public ::testing::Test {
     EXPECT_EQ(::statvfs(small_.c_str(), &v), 0);
     return v;
   }
+  // A file at `path` that takes all the small file system's room but `left` bytes.
+  void fill_leaving(const std::string& path, std::uint64_t left) const {
+    const struct statvfs v = now();
+    const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
+    ASSERT_GT(free_bytes, left);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
+    const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - left));
+    ::close(fd);
+    ASSERT_EQ(rc, 0) << path;
+  }
   void expect_next_call_runs() const {
     const Output next = run("echo next");
     EXPECT_EQ(next.status, 0) << describe(next);
@@ -108,15 +119,11 @@ TEST_F(Disk, ManyEmptyFilesAreStoppedBeforeTheInodesRunOut) {
 // Under a quarter of the floor free, a call is refused before it starts,
 // and told where to make room; with room made, the next call runs.
 TEST_F(Disk, ACallIsRefusedWhenTooLittleIsFreeToStart) {
-  const struct statvfs v = now();
-  const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
   const std::string filler = small_ + "/data/filler";
   ASSERT_EQ(::mkdir((small_ + "/data").c_str(), 0755), 0);
   // The floor of this 256 MiB file system is 25 MiB; leave 4 MiB, under its quarter.
-  const int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  ASSERT_GE(fd, 0) << std::strerror(errno);
-  ASSERT_EQ(::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - (4ULL << 20))), 0);
-  ::close(fd);
+  fill_leaving(filler, 4ULL << 20);
+  if (HasFatalFailure()) return;
   const Output o = run("echo ran");
   EXPECT_EQ(o.status, 125) << describe(o);
   EXPECT_EQ(o.out, "") << describe(o);
@@ -132,17 +139,13 @@ TEST_F(Disk, ACallIsRefusedWhenTooLittleIsFreeToStart) {
 // sweeper not done yet): the trash is emptied and the call runs. What is
 // not in the trash (the filler above) is never touched.
 TEST_F(Disk, ARemovedSessionStillInTheTrashIsSweptBeforeACallIsRefusedForRoom) {
-  const struct statvfs v = now();
-  const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
   const std::string trash = small_ + "/data/chock/trash";
   for (const std::string& d : {small_ + "/data", small_ + "/data/chock", trash, trash + "/abcd1234.00000000"})
     ASSERT_EQ(::mkdir(d.c_str(), 0700), 0) << d;
   write_file(trash + "/.sweep.lock", "");
   const std::string left = trash + "/abcd1234.00000000/big";
-  const int fd = ::open(left.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  ASSERT_GE(fd, 0) << std::strerror(errno);
-  ASSERT_EQ(::posix_fallocate(fd, 0, static_cast<off_t>(free_bytes - (4ULL << 20))), 0);
-  ::close(fd);
+  fill_leaving(left, 4ULL << 20);
+  if (HasFatalFailure()) return;
   const Output o = run("echo ran");
   EXPECT_EQ(o.status, 0) << describe(o);
   EXPECT_EQ(o.out, "ran\n") << describe(o);

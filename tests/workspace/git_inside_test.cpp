@@ -141,7 +141,7 @@ TEST(GitInside, AViewStampThatVouchesStillSeesTheRepositoryMoveAndACallBreakItsG
 
 // A new session of a repository whose config and refs are as another
 // session found them takes both from the data directory's git cache: no
-// `git config`, no `git for-each-ref`, and HEAD's commit has a base: no
+// `git config`, no `git for-each-ref`; HEAD is read from its files: no
 // `git rev-parse`. A changed config or a moved branch is
 // asked again.
 TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorItsRefsNorItsHead) {
@@ -175,14 +175,14 @@ TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorI
   ASSERT_EQ(first.run.status, 0) << describe(first.run);
   EXPECT_EQ(first.config, 1);
   EXPECT_EQ(first.refs, 1);
-  EXPECT_EQ(first.head, 1) << "HEAD, read from its files, is checked by git before its first base";
+  EXPECT_EQ(first.head, 0) << "HEAD was asked of git: it is read from its files";
   Asked second = new_session("git remote get-url origin && git log -1 --format=%H main");
   ASSERT_EQ(second.run.status, 0) << describe(second.run);
   EXPECT_EQ(second.run.out,
             "https://example.com/first.git\n" + git_ok(f.project(), {"rev-parse", "main"}) + "\n");
   EXPECT_EQ(second.config, 0) << "the repository's config, unchanged, was read by git again";
   EXPECT_EQ(second.refs, 0) << "the repository's refs, unchanged, were listed by git again";
-  EXPECT_EQ(second.head, 0) << "HEAD, whose base is there, was asked of git again";
+  EXPECT_EQ(second.head, 0) << "HEAD was asked of git: it is read from its files";
 
   git_ok(f.project(), {"remote", "set-url", "origin", "https://example.com/second.git"});
   git_ok(f.project(), {"branch", "other"});

@@ -79,7 +79,8 @@ TEST(GitWorkspace, ASessionStartsAtTheCommitGitCallsHEADWhereverTheBranchIsKept)
   write_file(f.file(".git/HEAD"), std::string(40, 'e') + "\n");
   Output missing = f.chock({"run", "--", "true"});
   EXPECT_NE(missing.status, 0) << describe(missing);
-  EXPECT_NE(missing.err.find("the project's HEAD does not name a commit: " + std::string(40, 'e')),
+  EXPECT_NE(missing.err.find("read the base commit into the index: fatal: Not a valid object name " +
+                             std::string(40, 'e')),
             std::string::npos)
       << describe(missing);
 }

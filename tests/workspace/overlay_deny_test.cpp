@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
+
 #include "chock/workspace.hpp"
 #include "support.hpp"
 
@@ -55,6 +57,30 @@ TEST(OverlayWorkspace, WritesNeverReachTheProjectAndAdoptListsWhatChanged) {
 
   Output rm2 = f.chock({"workspace", "remove", id});
   EXPECT_EQ(rm2.status, 0) << describe(rm2);
+}
+
+// An adopt keeps the second of the last call; a call in that same second
+// is new work all the same: remove without --force keeps it.
+TEST(OverlayWorkspace, WorkOfACallInTheSecondOfAnAdoptIsNotTakenForAdopted) {
+  Fixture f;
+  f.init_plain();
+  Output first = f.run({"--keep"}, "echo one > one.txt");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  const std::string id = session_id(first);
+  bool same_second = false;
+  for (int attempt = 0; attempt < 10 && !same_second; ++attempt) {
+    const std::time_t before = std::time(nullptr);
+    Output adopt = f.chock({"workspace", "adopt", id});
+    ASSERT_EQ(adopt.status, 0) << describe(adopt);
+    Output again = f.run({"--session", id}, "echo " + std::to_string(attempt) + " > two.txt");
+    ASSERT_EQ(again.status, 0) << describe(again);
+    same_second = std::time(nullptr) == before;
+  }
+  if (!same_second) GTEST_SKIP() << "no adopt and call fell in one second in 10 tries (a slow machine)";
+  Output rm = f.chock({"workspace", "remove", id});
+  EXPECT_EQ(rm.status, 1) << "the call after the adopt was taken for adopted work: " << describe(rm);
+  EXPECT_NE(rm.err.find("not adopted"), std::string::npos) << rm.err;
+  EXPECT_TRUE(exists(f.sessions() + "/" + id));
 }
 
 TEST(OverlayWorkspace, ASecondCallSeesTheFirstCallsFiles) {
