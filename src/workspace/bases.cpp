@@ -57,7 +57,12 @@ Expected<void> check_out(const std::string& dir, const build::Project& project,
     return std::move(r).error();
   ProgressWatch watch(progress, progress_after_ms, "checking out " + project.head.substr(0, 12), tree,
                       build::index_entries(index));
-  if (auto r = git::capture({"checkout-index", "-a", "-u"}, env, "check out the base"); !r)
+  // As many workers as cores (git's parallel checkout; one process below
+  // checkout.thresholdForParallelism files): the checkout waits on the
+  // kernel's work per file more than on the disk.
+  if (auto r =
+          git::capture({"-c", "checkout.workers=0", "checkout-index", "-a", "-u"}, env, "check out the base");
+      !r)
     return std::move(r).error();
   return {};
 }
