@@ -55,12 +55,6 @@ Expected<void> make_common(const Session& s, Notes& notes) {
   return refresh_view(s, notes);
 }
 
-// A commit id as git writes it: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
-bool is_object_id(std::string_view v) {
-  return (v.size() == 40 || v.size() == 64) &&
-         v.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
 // A branch name git could have written: refs/heads/ and components that
 // neither start with a dot nor hold anything git refuses in a ref name.
 bool is_plain_branch(std::string_view ref) {
@@ -84,13 +78,13 @@ std::optional<std::string> head_from_files(const Project& p) {
   auto head = fs::read_file_nofollow(p.git_dir + "/HEAD", 4096);
   if (!head) return std::nullopt;
   const std::string line = git::chomp(*head);
-  if (is_object_id(line)) return line;
+  if (git::is_object_id(line)) return line;
   if (line.rfind("ref: ", 0) != 0 || !is_plain_branch(std::string_view(line).substr(5))) return std::nullopt;
   const std::string ref = line.substr(5);
   auto loose = fs::read_file_nofollow(p.common_dir + "/" + ref, 4096);
   if (loose) {
     std::string id = git::chomp(*loose);
-    return is_object_id(id) ? std::optional(std::move(id)) : std::nullopt;
+    return git::is_object_id(id) ? std::optional(std::move(id)) : std::nullopt;
   }
   if (loose.error().code != ENOENT) return std::nullopt;
   auto packed = fs::read_file_nofollow(p.common_dir + "/packed-refs", 16 << 20);
@@ -100,7 +94,7 @@ std::optional<std::string> head_from_files(const Project& p) {
     const std::size_t start = packed->rfind('\n', at);
     const std::size_t from = start == std::string::npos ? 0 : start + 1;
     std::string id = packed->substr(from, at - from);
-    if (is_object_id(id)) return id;
+    if (git::is_object_id(id)) return id;
   }
   return std::nullopt;
 }
