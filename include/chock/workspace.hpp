@@ -139,7 +139,7 @@ struct Session {
   std::vector<std::string> deny;   // project-relative files covered by the notice
   std::vector<std::string> carry;  // git: ignored directories shown copy-on-write (carry/<index>/)
   std::int64_t created = 0;        // unix seconds
-  std::int64_t last_run = 0;       // unix seconds of the last call; 0 none
+  std::int64_t last_run = 0;       // unix seconds of the last call (past an adopt's); 0 none
   // git
   std::string common_dir;  // the real repository's common dir (host path)
   std::string base;        // the commit the worktree was made at
