@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/progress.hpp"
+#include "workspace/session_refs.hpp"
 
 namespace chock::workspace::build {
 
@@ -55,19 +55,6 @@ Expected<void> make_common(const Session& s, Notes& notes) {
   return refresh_view(s, notes);
 }
 
-// A branch name git could have written: refs/heads/ and components that
-// neither start with a dot nor hold anything git refuses in a ref name.
-bool is_plain_branch(std::string_view ref) {
-  if (ref.rfind("refs/heads/", 0) != 0 || ref.back() == '/' || ref.find("//") != std::string_view::npos ||
-      ref.find("/.") != std::string_view::npos || ref.find("..") != std::string_view::npos ||
-      ref.find(".lock") != std::string_view::npos)
-    return false;
-  return std::none_of(ref.begin(), ref.end(), [](char c) {
-    return static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '~' || c == '^' || c == ':' ||
-           c == '?' || c == '*' || c == '[' || c == '\\';
-  });
-}
-
 // The commit HEAD names, read from the files git keeps it in (HEAD, the
 // branch's loose ref or its line in packed-refs), as `git rev-parse HEAD`
 // would give it; nothing where anything is unusual (a reftable store, a
@@ -79,8 +66,8 @@ std::optional<std::string> head_from_files(const Project& p) {
   if (!head) return std::nullopt;
   const std::string line = git::chomp(*head);
   if (git::is_object_id(line)) return line;
-  if (line.rfind("ref: ", 0) != 0 || !is_plain_branch(std::string_view(line).substr(5))) return std::nullopt;
-  const std::string ref = line.substr(5);
+  const std::string ref = line.rfind("ref: ", 0) == 0 ? line.substr(5) : std::string();
+  if (!ref.starts_with("refs/heads/") || !session_refs::is_ref_name(ref)) return std::nullopt;
   auto loose = fs::read_file_nofollow(p.common_dir + "/" + ref, 4096);
   if (loose) {
     std::string id = git::chomp(*loose);
@@ -89,13 +76,8 @@ std::optional<std::string> head_from_files(const Project& p) {
   if (loose.error().code != ENOENT) return std::nullopt;
   auto packed = fs::read_file_nofollow(p.common_dir + "/packed-refs", 16 << 20);
   if (!packed) return std::nullopt;
-  const std::string want = " " + ref + "\n";
-  for (std::size_t at = packed->find(want); at != std::string::npos; at = packed->find(want, at + 1)) {
-    const std::size_t start = packed->rfind('\n', at);
-    const std::size_t from = start == std::string::npos ? 0 : start + 1;
-    std::string id = packed->substr(from, at - from);
-    if (git::is_object_id(id)) return id;
-  }
+  const auto refs = session_refs::parse_packed(*packed);
+  if (auto it = refs.find(ref); it != refs.end()) return it->second;
   return std::nullopt;
 }
 
