@@ -2,8 +2,10 @@
 # What a call in an open session costs beyond the sandbox: `chock run
 # --session ID -- true` against `chock sandbox -- /bin/true`, in the same run,
 # taking turns (bench/interleave.c), in a git project of one file and in one
-# of FILES files (the cost of a call must not grow with the project), as root
-# and as uid 61000. Wall time and CPU time (every process of the command).
+# of FILES files (the cost of a call must not grow with the project), and in
+# FILES files that are not git (an overlay; a root caller's over the project
+# idmapped to the run uid), as root and as uid 61000. Wall time and CPU time
+# (every process of the command).
 #   bench/session_call.sh [CHOCK_BINARY] [RUNS] [FILES]
 # Prints a Markdown table of medians (10th to 90th percentile) in ms.
 set -eu
@@ -21,10 +23,10 @@ cp "$chock" "$scratch/chock"
 cc -O2 -o "$scratch/interleave" "$here/interleave.c"
 chmod 0755 "$scratch/chock" "$scratch/interleave"
 
-# A git project of $2 files in 100 directories, one commit.
+# A project of $2 files in 100 directories: not git with a third argument
+# "plain", else a git repository of one commit.
 make_project() {
   mkdir -p "$1"
-  git -C "$1" init -q -b main
   (
     cd "$1"
     i=0
@@ -35,6 +37,8 @@ make_project() {
       i=$((i + 1))
     done
   )
+  [ "${3:-}" = plain ] && return
+  git -C "$1" init -q -b main
   git -C "$1" add -A
   git -C "$1" -c user.name=b -c user.email=b@example.com commit -qm base
 }
@@ -47,6 +51,7 @@ one_caller() {
   mkdir -p "$home"
   make_project "$home/small" 1
   make_project "$home/large" "$files"
+  make_project "$home/plain" "$files" plain
   chown -R "$uid:$uid" "$home"
   # A repository whose refs changed in the last 2 s is asked again on each
   # call (src/workspace/refs_stamp.hpp): the bench measures the usual case.
@@ -57,17 +62,19 @@ one_caller() {
       session() { "$1/chock" run --project "$2" --keep -- true 2>&1 >/dev/null | sed -n "s/^chock: session \([a-z0-9]*\) .*/\1/p"; }
       small=$(session "$1" "$2/small")
       large=$(session "$1" "$2/large")
+      plain=$(session "$1" "$2/plain")
       cd "$2"
       "$1/interleave" "$3" 10 "$1/chock" sandbox -- /bin/true :: \
         "$1/chock" run --project "$2/small" --session "$small" -- true :: \
-        "$1/chock" run --project "$2/large" --session "$large" -- true
-      "$1/chock" workspace remove "$small" >/dev/null 2>&1
-      "$1/chock" workspace remove "$large" >/dev/null 2>&1' sh "$scratch" "$home" "$runs" >"$home/out"
+        "$1/chock" run --project "$2/large" --session "$large" -- true :: \
+        "$1/chock" run --project "$2/plain" --session "$plain" -- true
+      for s in "$small" "$large" "$plain"; do "$1/chock" workspace remove --force "$s" >/dev/null 2>&1; done' \
+    sh "$scratch" "$home" "$runs" >"$home/out"
   awk -v label="$label" -v files="$files" '
     { w[NR] = $1; wr[NR] = sprintf("%.2f-%.2f", $2, $3); c[NR] = $4; cr[NR] = sprintf("%.2f-%.2f", $5, $6) }
     END {
-      split("chock sandbox -- /bin/true|chock run --session ID -- true, 1 file|chock run --session ID -- true, " files " files", what, "|")
-      for (i = 1; i <= 3; ++i)
+      split("chock sandbox -- /bin/true|chock run --session ID -- true, 1 file|chock run --session ID -- true, " files " files|chock run --session ID -- true, " files " files, not git", what, "|")
+      for (i = 1; i <= 4; ++i)
         printf "| %s | %s | %.2f (%s) | %.2f | %.2f (%s) | %.2f |\n", label, what[i], w[i], wr[i], w[i] / w[1], c[i], cr[i], c[i] / c[1]
     }
   ' "$home/out"

@@ -34,12 +34,24 @@ struct Bind {
 // on one file system, all opened as the caller before privileges drop;
 // mounted read-write at `target` (absolute, inside) after the binds. The
 // workspace of a project that is not a git repository is one of these.
+// The files of one owner shown as another's (an idmapped mount, root callers
+// only): `lower`'s owner becomes the uid a call runs as, which can then write
+// over the project through the overlay with no copy of it. The two ids swap;
+// every other id stays as it is.
+struct OwnerShift {
+  uid_t uid_from = 0;
+  gid_t gid_from = 0;
+  uid_t uid_to = 0;
+  gid_t gid_to = 0;
+};
+
 struct Overlay {
   std::string lower;
   std::string upper;
   std::string work;
   std::string target;
-  std::vector<std::string> lower_below = {};  // more read-only layers under `lower`, top first
+  std::vector<std::string> lower_below = {};   // more read-only layers under `lower`, top first
+  std::optional<OwnerShift> lower_shift = {};  // `lower` idmapped (a root caller's overlay)
 };
 
 // A Landlock rule: a path inside the sandbox and the grant set beneath it.

@@ -27,7 +27,8 @@
 //   carry/<n>/upper,work git: the layers of the n-th carried directory
 //                       (.carry), over the real one, at its path inside
 //   upper/ work/        overlay: the layers over the project
-//   lower/              overlay, root callers only: a copy of the project
+//   lower/              overlay, root callers where the project cannot be
+//                       idmapped: a copy of the project
 //
 // Beside workspaces/:
 //
@@ -98,9 +99,12 @@
 // Root callers. The call runs as an unprivileged uid (Config::user, default
 // 65534), so the workspace is that uid's: the shared base checked out as it,
 // the session's own directories chowned to it. A non-git project of a root
-// caller is copied into lower/ (owned by that uid) and the overlay goes over
-// the copy: an overlay over root-owned files would not let that uid write.
-// The copy costs time proportional to the project; bench/README.md has it.
+// caller is the overlay's lower layer through an idmapped mount that shows
+// its owner's files as that uid's (Session::lower_shift): an overlay over
+// root-owned files would not let that uid write. Where the project's file
+// system or the kernel cannot do that (the session's first open tries), the
+// project is copied into lower/ (owned by that uid) instead, which costs time
+// proportional to the project; chock doctor says which holds here.
 #pragma once
 
 #include <sys/types.h>
@@ -149,8 +153,9 @@ struct Session {
   std::string shared_base;
   std::string applied;  // the last session commit that reached the branch; empty none
   // overlay
-  std::string lower;              // the lower layer: the project itself, or a root caller's copy
-  std::int64_t adopted_run = -1;  // last_run as it was at the last adopt; -1 never
+  std::string lower;                      // the lower layer: the project itself, or a root caller's copy
+  std::optional<OwnerShift> lower_shift;  // a root caller's project, idmapped: its owner shown as `owner`
+  std::int64_t adopted_run = -1;          // last_run as it was at the last adopt; -1 never
   // Actions the person answered `a` (always, for this session) when the policy asked.
   std::vector<std::string> always;
 

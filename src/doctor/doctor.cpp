@@ -111,6 +111,9 @@ Expected<std::vector<Row>> check(const Options& options) {
   rows.push_back(pidfd_row());
   rows.push_back(clone_into_cgroup_row());
   rows.push_back(overlay_row(context, overlay_blocks, overlay_why));
+  rows.push_back(idmap_row(context, project->root,
+                           worktree ? "; not needed here: " + project->root + " is a git repository"
+                                    : "; needed here: the workspace of " + project->root + " is an overlay"));
   Row floor = rlimit_row();
   rows.push_back(cgroup_row(floor));
   rows.push_back(memory_row());

@@ -3,14 +3,17 @@
 // git repository) and a tmpfs with a size cap (/tmp). Each is made for real
 // in a user and mount namespace of a child, as the uid a call runs as, with
 // the same mount API the mount tree uses (fsopen, fsconfig, fsmount).
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 
 #include "doctor/probes.hpp"
+#include "sandbox/mount_tree.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::doctor {
@@ -18,6 +21,7 @@ namespace {
 
 constexpr const char* kOverlayRow = "rootless overlayfs";
 constexpr const char* kTmpfsRow = "capped tmpfs";
+constexpr const char* kIdmapRow = "idmapped project";
 constexpr long long kTmpfsCap = 1 << 20;
 constexpr long long kTmpfsFill = 2 << 20;
 
@@ -150,6 +154,22 @@ void tmpfs_body(const sandbox::Identity& identity, const Reporter& out) noexcept
   }
 }
 
+// The name of an entry of `dir` that `owner` owns, among its first few; empty if none.
+std::string entry_owned_by(const std::string& dir, uid_t owner) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) return {};
+  for (int seen = 0; seen < 64; ++seen) {
+    const dirent* e = ::readdir(d.get());
+    if (e == nullptr) break;
+    std::string name = e->d_name;
+    struct stat st {};
+    if (name != "." && name != ".." &&
+        ::fstatat(::dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == owner)
+      return name;
+  }
+  return {};
+}
+
 std::string as_whom(const Context& context) {
   return "as uid " + std::to_string(context.identity.uid);
 }
@@ -169,6 +189,47 @@ Row overlay_row(const Context& context, bool blocks, const std::string& why_bloc
   return make_row(kOverlayRow, Level::ok, blocks,
                   "mounted with userxattr in a user namespace " + as_whom(context) +
                       "; a write through it lands in the upper layer" + why_blocks);
+}
+
+Row idmap_row(const Context& context, const std::string& project, const std::string& why) {
+  if (!context.root_caller)
+    return make_row(
+        kIdmapRow, Level::ok, false,
+        "not needed: an unprivileged caller's calls run as itself, so its overlay writes over its "
+        "own files");
+  struct stat st {};
+  if (::stat(project.c_str(), &st) != 0)
+    return make_row(kIdmapRow, Level::degraded, false, sys_error("stat", project).message() + why);
+  const uid_t to = context.identity.uid;
+  if (st.st_uid == to && st.st_gid == context.identity.gid)
+    return make_row(kIdmapRow, Level::ok, false,
+                    "not needed: " + project + " already belongs to uid " + std::to_string(to) + why);
+  auto base = context.scratch.subdir("idmap");
+  if (!base) return make_row(kIdmapRow, Level::degraded, false, base.error().message() + why);
+  for (const char* d : {"/upper", "/work"})
+    if (::mkdir((*base + d).c_str(), 0755) != 0)
+      return make_row(kIdmapRow, Level::degraded, false, sys_error("mkdir", *base + d).message() + why);
+  const OwnerShift shift{st.st_uid, st.st_gid, to, context.identity.gid};
+  auto mounted =
+      sandbox::mount_overlay_now(Overlay{project, *base + "/upper", *base + "/work", project, {}, shift});
+  const std::string copied = "a root caller's project is copied for each session: ";
+  if (!mounted) return make_row(kIdmapRow, Level::degraded, false, copied + mounted.error().message() + why);
+  // The overlay's root is the upper layer's; an entry of the project shows the mapping.
+  if (const std::string name = entry_owned_by(project, st.st_uid); !name.empty()) {
+    struct stat seen {};
+    if (::fstatat(mounted->get(), name.c_str(), &seen, AT_SYMLINK_NOFOLLOW) != 0)
+      return make_row(kIdmapRow, Level::degraded, false,
+                      copied + sys_error("stat through the overlay", name).message() + why);
+    if (seen.st_uid != to)
+      return make_row(kIdmapRow, Level::degraded, false,
+                      copied + "through the idmapped mount " + name + " showed as uid " +
+                          std::to_string(seen.st_uid) + "'s, not " + std::to_string(to) + "'s" + why);
+  }
+  return make_row(
+      kIdmapRow, Level::ok, false,
+      "a root caller's project is the overlay's lower layer itself, not a copy: an idmapped mount "
+      "shows " +
+          project + "'s owner (uid " + std::to_string(st.st_uid) + ") as uid " + std::to_string(to) + why);
 }
 
 Row tmpfs_row(const Context& context) {

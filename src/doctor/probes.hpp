@@ -69,6 +69,9 @@ struct Context {
 [[nodiscard]] std::vector<Row> filtered_network_rows();
 // mounts_probe.cpp
 [[nodiscard]] Row overlay_row(const Context& context, bool blocks, const std::string& why_blocks);
+// A root caller's non-git project with no copy: the overlay a call gets, made
+// now over an idmapped mount of `project` (or why the copy stays).
+[[nodiscard]] Row idmap_row(const Context& context, const std::string& project, const std::string& why);
 [[nodiscard]] Row tmpfs_row(const Context& context);
 
 // host_probe.cpp

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "sandbox/etc_overlay.hpp"
+#include "sandbox/idmap.hpp"
 #include "sandbox/mount_tree.hpp"
 #include "util/store_path.hpp"
 #include "util/syscalls.hpp"
@@ -111,6 +112,7 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
   op.target = target.substr(1);
   std::string* fields[] = {&op.source, &op.upper, &op.work};
   const std::string* given[] = {&overlay.lower, &overlay.upper, &overlay.work};
+  UniqueFd lower;
   for (int i = 0; i < 3; ++i) {
     *fields[i] = normalize_absolute(*given[i]);
     // The option strings separate layers with ':' and options with ','.
@@ -119,7 +121,10 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
                    Errc::bad_config};
     auto fd = open_source(*fields[i], label + " (" + *fields[i] + ")");
     if (!fd) return std::move(fd).error();
+    if (i == 0) lower = std::move(*fd);
   }
+  if (overlay.lower_shift && !clone_now)
+    return Error{label + ": an idmapped lower layer is made by a root caller", "", 0, Errc::bad_config};
   for (const auto& below : overlay.lower_below) {
     const std::string layer = normalize_absolute(below);
     if (layer.empty() || layer.find_first_of(":,\\") != std::string::npos)
@@ -134,8 +139,15 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   if (clone_now) {
-    op.detached.reset(make_overlay(op));
-    if (!op.detached) return sys_error(label + ": mount overlayfs (lower " + op.source + ")");
+    UniqueFd shifted;
+    if (overlay.lower_shift) {
+      auto clone = shifted_clone(lower.get(), op.source, *overlay.lower_shift);
+      if (!clone) return Error{label + ": " + clone.error().message(), "", clone.error().code};
+      shifted = std::move(*clone);
+    }
+    op.detached.reset(make_overlay(op, shifted.get()));
+    if (!op.detached)
+      return sys_error(label + ": mount overlayfs (lower " + op.source + (shifted ? ", idmapped" : "") + ")");
   }
   plan.ops.push_back(std::move(op));
   return {};
@@ -297,6 +309,12 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, const std::vecto
 }
 
 }  // namespace
+
+Expected<UniqueFd> mount_overlay_now(const Overlay& overlay) {
+  MountPlan plan;
+  if (auto added = add_overlay(plan, overlay, true); !added) return std::move(added).error();
+  return std::move(plan.ops.back().detached);
+}
 
 std::string normalize_absolute(const std::string& path) {
   if (path.empty() || path[0] != '/') return {};

@@ -51,10 +51,19 @@ bool set_lower_layers(int fs, const char* list) noexcept {
 }  // namespace
 
 // A detached overlayfs mount, or -1 with errno. System calls only.
-int make_overlay(const MountOp& op) noexcept {
+int make_overlay(const MountOp& op, int top_lower_fd) noexcept {
   int fs = sys::fsopen("overlay", FSOPEN_CLOEXEC);
   if (fs < 0) return -1;
-  bool ok = set_lower_layers(fs, op.source.c_str()) &&
+  // A top layer given by descriptor (an idmapped clone, reachable by no path)
+  // stands for the first of the list; the layers below go by name.
+  const char* names = op.source.c_str();
+  bool layers = true;
+  if (top_lower_fd >= 0) {
+    layers = sys::fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", nullptr, top_lower_fd) == 0;
+    const char* colon = std::strchr(names, ':');
+    names = colon != nullptr ? colon + 1 : nullptr;
+  }
+  bool ok = layers && (names == nullptr || set_lower_layers(fs, names)) &&
             sys::fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", op.upper.c_str(), 0) == 0 &&
             sys::fsconfig(fs, FSCONFIG_SET_STRING, "workdir", op.work.c_str(), 0) == 0 &&
             sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0 &&
@@ -337,7 +346,7 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
       continue;
     }
     if (op.kind == MountOp::Kind::overlay) {
-      op.source_fd = make_overlay(op);
+      op.source_fd = make_overlay(op, -1);
       if (op.source_fd < 0) return fail(failure, Step::mount_tree, static_cast<int>(i));
       continue;
     }

@@ -71,8 +71,13 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept;
 inline constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
 // A detached overlayfs mount of `op` (lower `source`, `upper`, `work`), or
-// -1 with errno. System calls only.
-int make_overlay(const MountOp& op) noexcept;
+// -1 with errno. With `top_lower_fd` >= 0 that mount is the top lower layer,
+// in place of the first path of `source`. System calls only.
+int make_overlay(const MountOp& op, int top_lower_fd) noexcept;
+
+// The overlay made now by this process (a root caller), exactly as a call's
+// mount tree gets it, and detached: whether it mounts here, and why not.
+Expected<UniqueFd> mount_overlay_now(const Overlay& overlay);
 
 // "/a//b/" -> "/a/b"; empty when the path is not absolute or has "." or ".." components.
 std::string normalize_absolute(const std::string& path);

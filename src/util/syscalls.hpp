@@ -146,11 +146,13 @@ inline int fsconfig(int fd, unsigned cmd, const char* key, const void* value, in
 inline int fsmount(int fd, unsigned flags, unsigned attr_flags) noexcept {
   return static_cast<int>(::syscall(SYS_fsmount, fd, flags, attr_flags));
 }
-inline int mount_setattr(int dirfd, const char* path, unsigned flags, std::uint64_t set,
-                         std::uint64_t clear) noexcept {
+// `userns_fd` is the mapping of MOUNT_ATTR_IDMAP.
+inline int mount_setattr(int dirfd, const char* path, unsigned flags, std::uint64_t set, std::uint64_t clear,
+                         int userns_fd = -1) noexcept {
   mount_attr attr{};
   attr.attr_set = set;
   attr.attr_clr = clear;
+  if (userns_fd >= 0) attr.userns_fd = static_cast<std::uint64_t>(userns_fd);
   return static_cast<int>(::syscall(SYS_mount_setattr, dirfd, path, flags, &attr, sizeof attr));
 }
 inline int pivot_root(const char* new_root, const char* put_old) noexcept {

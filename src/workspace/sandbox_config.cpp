@@ -73,7 +73,7 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
       config.overlays.push_back(Overlay{at, build::carry_upper(s, i), build::carry_work(s, i), at});
     }
   } else {
-    config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project});
+    config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project, {}, s.lower_shift});
   }
   config.cwd = is_within(host_cwd, s.project) ? host_cwd : s.project;
   if (config.env) {

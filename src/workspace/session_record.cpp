@@ -105,6 +105,11 @@ nlohmann::json session_record(const Session& s) {
       {"shared_base", s.shared_base},
       {"applied", s.applied},
       {"lower", s.lower},
+      {"lower_shift", s.lower_shift ? nlohmann::json{{"uid_from", s.lower_shift->uid_from},
+                                                     {"gid_from", s.lower_shift->gid_from},
+                                                     {"uid_to", s.lower_shift->uid_to},
+                                                     {"gid_to", s.lower_shift->gid_to}}
+                                    : nlohmann::json(nullptr)},
       {"adopted_run", s.adopted_run},
       {"always", s.always},
   };
@@ -141,6 +146,12 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
       return Error{"is damaged (a shared base that is not <uid>-<commit>)", "", 0};
     s.applied = j.at("applied").get<std::string>();
     s.lower = j.at("lower").get<std::string>();
+    // Sessions made before idmapped lower layers have a copy, or need none.
+    if (j.contains("lower_shift") && !j.at("lower_shift").is_null()) {
+      const auto& shift = j.at("lower_shift");
+      s.lower_shift = OwnerShift{shift.at("uid_from").get<uid_t>(), shift.at("gid_from").get<gid_t>(),
+                                 shift.at("uid_to").get<uid_t>(), shift.at("gid_to").get<gid_t>()};
+    }
     s.adopted_run = j.at("adopted_run").get<std::int64_t>();
     // Sessions made before the policy table have no answers kept.
     if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();

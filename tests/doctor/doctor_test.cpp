@@ -2,10 +2,13 @@
 // probe made to fail by taking its layer away (doctor-under), so no row can
 // read ok merely because the probe never looked.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -328,7 +331,7 @@ TEST_F(Doctor, JsonParsesAndEachObjectIsItsHumanRow) {
   for (const char* name : kNamespaceRows) EXPECT_TRUE(rows.count(name)) << name;
   for (const char* name :
        {"landlock", "seccomp", "write^execute", "pidfd", "clone3 into cgroup", "rootless overlayfs",
-        "cgroup v2", "rlimit floor", "capped tmpfs", "git", "workspace space"})
+        "idmapped project", "cgroup v2", "rlimit floor", "capped tmpfs", "git", "workspace space"})
     EXPECT_TRUE(rows.count(name)) << name << " is missing\n" << human.out;
 }
 
@@ -357,6 +360,51 @@ TEST_F(Doctor, TheWorkspaceRowsBlockForTheWorkspaceThisProjectGets) {
   EXPECT_FALSE(by_name["rootless overlayfs"].at("blocks").get<bool>()) << by_name["rootless overlayfs"];
   EXPECT_NE(by_name["rootless overlayfs"].at("reason").get<std::string>().find("is a git repository"),
             std::string::npos);
+}
+
+// A root caller's project that is not git: an idmapped lower layer where
+// this machine takes one, else a copy (degraded, never blocking); an
+// unprivileged caller needs neither.
+TEST_F(Doctor, TheIdmappedProjectRowSaysWhetherARootCallersProjectIsCopied) {
+  test::write_file(project_ + "/a.txt", "a\n");
+  auto row = [this] {
+    for (const auto& o : json())
+      if (o.at("name") == "idmapped project") return o;
+    return nlohmann::json();
+  };
+  const nlohmann::json here = row();
+  ASSERT_FALSE(here.is_null()) << "no idmapped project row";
+  EXPECT_FALSE(here.at("blocks").get<bool>()) << here;
+  const std::string reason = here.at("reason");
+  if (!test::running_as_root()) {
+    EXPECT_EQ(here.at("level"), "ok") << here;
+    EXPECT_EQ(reason.rfind("not needed: an unprivileged caller", 0), 0U) << reason;
+    return;
+  }
+  if (const std::string why = test::why_no_idmapped_layer(project_); !why.empty()) {
+    EXPECT_EQ(here.at("level"), "degraded") << here << " (" << why << ")";
+  } else {
+    EXPECT_EQ(here.at("level"), "ok") << here;
+    EXPECT_NE(
+        reason.find("not a copy: an idmapped mount shows " + project_ + "'s owner (uid 0) as uid 65534"),
+        std::string::npos)
+        << reason;
+  }
+  // ramfs takes no idmapped mount.
+  ASSERT_EQ(::mount("ramfs", project_.c_str(), "ramfs", MS_NOSUID | MS_NODEV, "mode=0755"), 0)
+      << std::strerror(errno);
+  struct Unmount {
+    std::string at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{project_};
+  test::write_file(project_ + "/a.txt", "a\n");
+  const nlohmann::json on_ramfs = row();
+  EXPECT_EQ(on_ramfs.at("level"), "degraded") << on_ramfs;
+  EXPECT_FALSE(on_ramfs.at("blocks").get<bool>()) << on_ramfs;
+  EXPECT_NE(
+      on_ramfs.at("reason").get<std::string>().find("a root caller's project is copied for each session: "),
+      std::string::npos)
+      << on_ramfs;
 }
 
 // A repository of another uid: chock run refuses it (its git would run that

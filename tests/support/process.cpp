@@ -2,16 +2,20 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -167,6 +171,29 @@ Output chock(const std::vector<std::string>& args, const RunOptions& options) {
 
 bool running_as_root() {
   return geteuid() == 0;
+}
+
+std::string why_no_idmapped_layer(const std::string& dir) {
+  utsname u{};
+  int major = 0;
+  int minor = 0;
+  if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2)
+    return "the kernel's release could not be read";
+  if (major < 6 || (major == 6 && minor < 15))
+    return std::string("Linux ") + u.release +
+           " takes no detached idmapped mount as an overlay layer (6.15 does)";
+  struct statfs sf {};
+  if (::statfs(dir.c_str(), &sf) != 0) return "statfs " + dir + ": " + std::strerror(errno);
+  switch (static_cast<unsigned long>(sf.f_type)) {
+    case EXT4_SUPER_MAGIC:
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+      return {};
+    default:
+      return dir + " is on a file system (magic " + std::to_string(sf.f_type) +
+             ") not known to take idmapped mounts";
+  }
 }
 
 TempDir::TempDir(const std::string& prefix) {

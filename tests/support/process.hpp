@@ -42,6 +42,12 @@ Output chock(const std::vector<std::string>& args, const RunOptions& options = {
 
 bool running_as_root();
 
+// Why a root caller's project in `dir` cannot be an idmapped overlay layer
+// here, told apart from Chock: a kernel before 6.15 (the first to take a
+// detached mount as an overlay layer), or a file system not known to take
+// idmapped mounts. Empty when it can, and Chock must then not copy it.
+std::string why_no_idmapped_layer(const std::string& dir);
+
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
 class TempDir {
  public:

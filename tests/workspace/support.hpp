@@ -31,7 +31,7 @@ class Fixture {
   [[nodiscard]] std::string file(const std::string& rel) const { return project_ + "/" + rel; }
   // A git repository on `main` with a.txt, b.txt and sub/c.txt committed.
   void init_git();
-  // Plain files a.txt, b.txt and d/c.txt, no git.
+  // Plain files a.txt, b.txt and sub/c.txt, no git.
   void init_plain();
   void commit_all(const std::string& message);
   // How this fixture runs chock: from the project, with its own XDG directories.
