@@ -104,7 +104,9 @@
 // root-owned files would not let that uid write. Where the project's file
 // system or the kernel cannot do that (the session's first open tries), the
 // project is copied into lower/ (owned by that uid) instead, which costs time
-// proportional to the project; chock doctor says which holds here.
+// proportional to the project; chock doctor says which holds here. A git
+// session's carried directories are idmapped the same way (carry_shift), or,
+// where they cannot be, read by that uid and written where it may.
 #pragma once
 
 #include <sys/types.h>
@@ -142,8 +144,10 @@ struct Session {
   uid_t owner = 0;                 // the uid the workspace files belong to
   std::vector<std::string> deny;   // project-relative files covered by the notice
   std::vector<std::string> carry;  // git: ignored directories shown copy-on-write (carry/<index>/)
-  std::int64_t created = 0;        // unix seconds
-  std::int64_t last_run = 0;       // unix seconds of the last call (past an adopt's); 0 none
+  // A root caller's carried directories, idmapped (as lower_shift), by index; shorter: none.
+  std::vector<std::optional<OwnerShift>> carry_shift;
+  std::int64_t created = 0;   // unix seconds
+  std::int64_t last_run = 0;  // unix seconds of the last call (past an adopt's); 0 none
   // git
   std::string common_dir;  // the real repository's common dir (host path)
   std::string base;        // the commit the worktree was made at

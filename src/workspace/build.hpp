@@ -41,6 +41,12 @@ Expected<void> make_worktree(Session& session, const Project& project, bool allo
 // The overlay's directories (and a root caller's copy of the project).
 Expected<void> make_overlay(Session& session, Notes& notes, const Progress& progress,
                             std::uint32_t progress_after_ms);
+// For a root caller: the shift that shows `lower`'s owner as the session's
+// owner, tried now on the layers each call will mount (`upper`, `work`).
+// None when `lower` is already the owner's; an error where the idmapped
+// mount cannot be made here.
+Expected<std::optional<OwnerShift>> lower_shift_for(const Session& session, const std::string& lower,
+                                                    const std::string& upper, const std::string& work);
 
 // Copies the project's uncommitted work into the worktree.
 Expected<void> import_dirty(const Session& session, const Project& project, Notes& notes);

@@ -93,6 +93,22 @@ Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, No
     auto point = fs::open_dir_beneath(tree.get(), rel, true, ::geteuid() == 0 ? &owner : nullptr);
     if (!point) return Error{"carry " + rel + ": make its place in the workspace", root, point.error().code};
     ::close(*point);
+    // A root caller's carried directory, idmapped like a non-git project
+    // (overlay.cpp): the call may then change root's files there too.
+    std::optional<OwnerShift> shift;
+    if (::geteuid() == 0 && s.owner != 0) {
+      auto tried = lower_shift_for(s, s.project + "/" + rel, carry_upper(s, index), carry_work(s, index));
+      if (tried) {
+        shift = *tried;
+      } else {
+        notes.push_back("carry " + rel + ": the call runs as uid " + std::to_string(s.owner) +
+                        " and reads these files, writing only where that uid may: an idmapped mount of them "
+                        "does not work here (" +
+                        tried.error().message() + ")");
+      }
+    }
+    s.carry_shift.resize(index);
+    s.carry_shift.push_back(shift);
     s.carry.push_back(rel);
     added.push_back(rel);
   }
@@ -101,9 +117,6 @@ Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, No
   for (const auto& a : added) names += (names.empty() ? "" : ", ") + a;
   notes.push_back("carried copy-on-write from the project: " + names +
                   " (what the call changes there stays in the session)");
-  if (::geteuid() == 0 && s.owner != 0)
-    notes.push_back("the carried files belong to you (root) and the call runs as uid " +
-                    std::to_string(s.owner) + ": it reads them, and writes only where that uid may");
   std::vector<std::string> inside;
   for (const auto& d : s.deny)
     for (const auto& a : added)

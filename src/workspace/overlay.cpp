@@ -17,20 +17,18 @@
 
 namespace chock::workspace::build {
 
-namespace {
-
-// The shift a root caller's call needs over this project, tried now with the
-// session's own layers exactly as each call will mount them. None is needed
-// when the project is already that uid's.
-Expected<std::optional<OwnerShift>> shift_for(const Session& s) {
+Expected<std::optional<OwnerShift>> lower_shift_for(const Session& s, const std::string& lower,
+                                                    const std::string& upper, const std::string& work) {
   struct stat st {};
-  if (::stat(s.project.c_str(), &st) != 0) return sys_error("stat", s.project);
+  if (::stat(lower.c_str(), &st) != 0) return sys_error("stat", lower);
   const OwnerShift shift{st.st_uid, st.st_gid, s.owner, group_of(s.owner)};
   if (shift.uid_from == shift.uid_to && shift.gid_from == shift.gid_to) return std::optional<OwnerShift>{};
-  auto tried = sandbox::mount_overlay_now(Overlay{s.project, s.upper(), s.work(), s.project, {}, shift});
+  auto tried = sandbox::mount_overlay_now(Overlay{lower, upper, work, lower, {}, shift});
   if (!tried) return std::move(tried).error();
   return std::optional<OwnerShift>{shift};
 }
+
+namespace {
 
 Expected<void> copy_project(Session& s, Notes& notes, const Progress& progress,
                             std::uint32_t progress_after_ms) {
@@ -60,7 +58,7 @@ Expected<void> make_overlay(Session& s, Notes& notes, const Progress& progress,
   s.lower = s.project;
   const bool root_caller = ::geteuid() == 0 && s.owner != 0;
   if (root_caller) {
-    auto shift = shift_for(s);
+    auto shift = lower_shift_for(s, s.project, s.upper(), s.work());
     if (shift) {
       s.lower_shift = *shift;
     } else {

@@ -70,7 +70,12 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     // Carried directories over their place in the tree, the real one as the lower layer.
     for (std::size_t i = 0; i < s.carry.size(); ++i) {
       const std::string at = s.project + "/" + s.carry[i];
-      config.overlays.push_back(Overlay{at, build::carry_upper(s, i), build::carry_work(s, i), at});
+      config.overlays.push_back(Overlay{at,
+                                        build::carry_upper(s, i),
+                                        build::carry_work(s, i),
+                                        at,
+                                        {},
+                                        i < s.carry_shift.size() ? s.carry_shift[i] : std::nullopt});
     }
   } else {
     config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project, {}, s.lower_shift});

@@ -90,7 +90,27 @@ bool is_base_key(std::string_view name) {
   return true;
 }
 
+namespace {
+
+nlohmann::json json_of(const std::optional<OwnerShift>& shift) {
+  if (!shift) return nullptr;
+  return nlohmann::json{{"uid_from", shift->uid_from},
+                        {"gid_from", shift->gid_from},
+                        {"uid_to", shift->uid_to},
+                        {"gid_to", shift->gid_to}};
+}
+
+std::optional<OwnerShift> shift_of(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  return OwnerShift{j.at("uid_from").get<uid_t>(), j.at("gid_from").get<gid_t>(), j.at("uid_to").get<uid_t>(),
+                    j.at("gid_to").get<gid_t>()};
+}
+
+}  // namespace
+
 nlohmann::json session_record(const Session& s) {
+  nlohmann::json carry_shifts = nlohmann::json::array();
+  for (const auto& shift : s.carry_shift) carry_shifts.push_back(json_of(shift));
   return nlohmann::json{
       {"id", s.id},
       {"kind", kind_name(s.kind)},
@@ -105,11 +125,8 @@ nlohmann::json session_record(const Session& s) {
       {"shared_base", s.shared_base},
       {"applied", s.applied},
       {"lower", s.lower},
-      {"lower_shift", s.lower_shift ? nlohmann::json{{"uid_from", s.lower_shift->uid_from},
-                                                     {"gid_from", s.lower_shift->gid_from},
-                                                     {"uid_to", s.lower_shift->uid_to},
-                                                     {"gid_to", s.lower_shift->gid_to}}
-                                    : nlohmann::json(nullptr)},
+      {"carry_shift", carry_shifts},
+      {"lower_shift", json_of(s.lower_shift)},
       {"adopted_run", s.adopted_run},
       {"always", s.always},
   };
@@ -146,12 +163,12 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
       return Error{"is damaged (a shared base that is not <uid>-<commit>)", "", 0};
     s.applied = j.at("applied").get<std::string>();
     s.lower = j.at("lower").get<std::string>();
+    if (j.contains("carry_shift"))
+      for (const auto& shift : j.at("carry_shift")) s.carry_shift.push_back(shift_of(shift));
+    if (s.carry_shift.size() > s.carry.size())
+      return Error{"is damaged (more carry shifts than carried)", "", 0};
     // Sessions made before idmapped lower layers have a copy, or need none.
-    if (j.contains("lower_shift") && !j.at("lower_shift").is_null()) {
-      const auto& shift = j.at("lower_shift");
-      s.lower_shift = OwnerShift{shift.at("uid_from").get<uid_t>(), shift.at("gid_from").get<gid_t>(),
-                                 shift.at("uid_to").get<uid_t>(), shift.at("gid_to").get<gid_t>()};
-    }
+    if (j.contains("lower_shift")) s.lower_shift = shift_of(j.at("lower_shift"));
     s.adopted_run = j.at("adopted_run").get<std::int64_t>();
     // Sessions made before the policy table have no answers kept.
     if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();
