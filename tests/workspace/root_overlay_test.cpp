@@ -13,23 +13,12 @@
 
 #include "chock/workspace.hpp"
 #include "support.hpp"
+#include "util/split.hpp"
 
 namespace chock::test::ws {
 namespace {
 
 constexpr uid_t kRunUid = workspace::kDefaultRunUid;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
 
 std::string inode_of(const std::string& path) {
   struct stat st {};
@@ -63,7 +52,7 @@ TEST(RootOverlay, TheProjectIsTheLowerLayerItselfThroughAnIdmappedMountNotACopy)
   const std::string id = session_id(o);
   ASSERT_FALSE(id.empty()) << describe(o);
   EXPECT_EQ(o.err.find("copied"), std::string::npos) << o.err;
-  const auto seen = lines_of(o.out);
+  const auto seen = split_nonempty(o.out, '\n');
   ASSERT_EQ(seen.size(), 5U) << o.out;
   // The host's inodes: nothing was copied, and root's files were the run uid's to write.
   EXPECT_EQ(seen[0], inode_of(f.file("a.txt")));
