@@ -29,11 +29,6 @@ struct Bind {
   Access access = Access::read_only;
 };
 
-// An overlay the sandbox mounts (overlayfs with `userxattr`, so it needs no
-// privilege): `lower` read-only, `upper` and `work` writable host directories
-// on one file system, all opened as the caller before privileges drop;
-// mounted read-write at `target` (absolute, inside) after the binds. The
-// workspace of a project that is not a git repository is one of these.
 // The files of one owner shown as another's (an idmapped mount, root callers
 // only): `lower`'s owner becomes the uid a call runs as, which can then write
 // over the project through the overlay with no copy of it. The two ids swap;
@@ -45,6 +40,11 @@ struct OwnerShift {
   gid_t gid_to = 0;
 };
 
+// An overlay the sandbox mounts (overlayfs with `userxattr`, so it needs no
+// privilege): `lower` read-only, `upper` and `work` writable host directories
+// on one file system, all opened as the caller before privileges drop;
+// mounted read-write at `target` (absolute, inside) after the binds. The
+// workspace of a project that is not a git repository is one of these.
 struct Overlay {
   std::string lower;
   std::string upper;
