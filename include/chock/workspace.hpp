@@ -6,6 +6,10 @@
 //
 //   session.json        what the session is (kind, project, base commit, ...)
 //   lock                flock'd while a call, an apply or a removal runs
+//   mounts.lock         flock'd from just before a call's sandbox is made
+//                       until the kernel has taken it down, past the
+//                       call's return (the overlay's teardown syncs the
+//                       upper layer): the next call waits on it
 //   upper/ work/        git: the session's own layers of an overlay whose
 //                       lower layer is the commit's shared base (below),
 //                       mounted at the project's path for each call
@@ -205,6 +209,7 @@ class SessionLock {
   SessionLock(const SessionLock&) = delete;
   SessionLock& operator=(const SessionLock&) = delete;
   ~SessionLock();
+  [[nodiscard]] int fd() const noexcept { return fd_; }
 
  private:
   int fd_ = -1;
@@ -257,6 +262,12 @@ Expected<Opened> open(const OpenOptions& options);
 // Reads a session by id (no lock).
 Expected<Session> load(const std::string& id);
 Expected<SessionLock> lock(const Session& session, bool wait);
+// The session's mounts lock, taken right before a call's sandbox is made:
+// it waits until the kernel has taken the last call's sandbox down (its
+// overlay's upper layer is the session's, and belongs to one mount at a time).
+// A call keeps it until its own sandbox is gone, past its own exit
+// (Child::hand_teardown_to); nothing else waits on it.
+Expected<SessionLock> hold_mounts(const Session& session);
 // Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);
 

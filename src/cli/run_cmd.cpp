@@ -404,7 +404,13 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
     config.judge = call_judge(net_rules, std::move(judge_options));
     add_connect_client(config);
   }
+  // As late as can be: the last call's teardown goes on meanwhile.
+  auto mounts = workspace::hold_mounts(s);
+  if (!mounts) return refuse(mounts.error(), o.result_file);
   if (o.background) {
+    // A task runs beside the session's later calls: it waits for the last
+    // call's teardown, and holds nothing for its own.
+    *mounts = workspace::SessionLock();
     events.release();
     auto task = start_task(s, std::move(config), opened.lock, events);
     if (!task) return refuse(task.error(), o.result_file);
@@ -427,7 +433,8 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   terminal->start();
   Result r = child->wait(cancel.fd());
-  terminal->finish();  // the program's last output before chock's own line
+  child->hand_teardown_to(mounts->fd());  // the next call waits for it, this one need not
+  terminal->finish();                     // the program's last output before chock's own line
   if (config.judge) {
     events.add("network.summary", config.judge->summary());
     // Kept in session.json while this call still holds the session's lock.

@@ -26,6 +26,7 @@
 #include "sandbox/limits.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/steps.hpp"
+#include "sandbox/teardown.hpp"
 #include "util/fd.hpp"
 #include "util/fd_passing.hpp"
 #include "util/syscalls.hpp"
@@ -243,6 +244,13 @@ Child::~Child() {
 
 void Child::detach() noexcept {
   if (state_ && state_->waited) state_->reaped = true;
+}
+
+bool Child::hand_teardown_to(int held_fd) noexcept {
+  if (!state_ || !state_->waited || state_->reaped || !state_->keeper) return true;
+  if (!sandbox::hand_teardown(state_->keeper.get(), held_fd)) return false;
+  state_->reaped = true;
+  return true;
 }
 
 void Child::cancel() noexcept {

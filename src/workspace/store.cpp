@@ -132,6 +132,18 @@ Expected<SessionLock> lock(const Session& session, bool wait) {
   return held;
 }
 
+Expected<SessionLock> hold_mounts(const Session& session) {
+  std::string path = session.dir + "/mounts.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return sys_error("open the mounts lock", path);
+  SessionLock held(fd);
+  // Held by the last call's waiter for as long as its sandbox's teardown lasts (bounded there).
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return sys_error("lock", path);
+  }
+  return held;
+}
+
 Expected<std::string> random_session_id() {
   // 8 characters of base-32: 40 bits.
   static constexpr char kAlphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";

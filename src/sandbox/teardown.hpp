@@ -1,0 +1,24 @@
+// The end of a call, off the caller's clock.
+//
+// When the keeper exits, its mount namespace goes, and with it the call's
+// overlays; taking an overlay down syncs its upper layer's file system, a few
+// milliseconds and more under load. A caller about to exit need not wait for
+// that, but the next call of the same session must not mount that upper layer
+// while the old overlay still holds it. So a small process, sharing the
+// caller's memory on a stack that is never freed, keeps a descriptor holding a
+// flock (the session's mounts lock) until the keeper is gone, and the next call
+// takes that lock before it makes its sandbox.
+#pragma once
+
+namespace chock::sandbox {
+
+// How long the waiter keeps the lock at most: a teardown stuck past it (a
+// file system that does not answer) no longer holds the session's next call.
+inline constexpr int kTeardownWaitMs = 60'000;
+
+// Starts the waiter over `keeper_pidfd` and `held_fd`; true once it runs.
+// False (errno set) where it could not start, and once it has been started in
+// this process (EBUSY: its stack serves one waiter): the caller waits itself.
+bool hand_teardown(int keeper_pidfd, int held_fd) noexcept;
+
+}  // namespace chock::sandbox
