@@ -42,7 +42,7 @@ make_project() {
   [ "${3:-}" = plain ] && return
   git -C "$1" init -q -b main
   git -C "$1" add -A
-  git -C "$1" -c user.name=b -c user.email=b@example.com commit -qm base
+  git -C "$1" -c user.name=b -c user.email=b@example.com -c gc.auto=0 -c maintenance.auto=false commit -qm base
 }
 
 one_caller() {

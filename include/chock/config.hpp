@@ -83,6 +83,8 @@ struct Limits {
   std::optional<std::uint64_t> open_files;       // RLIMIT_NOFILE
   std::optional<std::uint64_t> file_size_bytes;  // RLIMIT_FSIZE
   std::optional<std::uint64_t> cpu_seconds;      // RLIMIT_CPU (soft; hard is 30 s more)
+
+  bool operator==(const Limits&) const = default;
 };
 
 // The file system a call writes its workspace to, watched while it runs:

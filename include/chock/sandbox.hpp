@@ -43,9 +43,32 @@ class Child {
   std::unique_ptr<State> state_;
 };
 
+// A call's sandbox begun before its Config is complete: its first process
+// enters the namespaces (most of a call's start-up, in the kernel) while the
+// caller goes on with work of its own (opening the session, say). begin()
+// takes only who the call runs as (Config::user), its network and its
+// limits; spawn(config, begun) finishes it with the whole Config, or, where
+// that asks for another identity or other limits, ends it and starts anew.
+// Dropped unused, it ends.
+class Begun {
+ public:
+  Begun(Begun&&) noexcept;
+  Begun& operator=(Begun&&) noexcept;
+  ~Begun();
+
+  struct Impl;
+  explicit Begun(std::unique_ptr<Impl> impl);
+
+ private:
+  friend Expected<class Child> spawn(const Config& config, Begun begun);
+  std::unique_ptr<Impl> impl_;
+};
+Expected<Begun> begin(const Config& early);
+
 // Builds everything the call needs, then forks. Errors before the fork come
 // back here; errors after it arrive in Result::setup_failure.
 Expected<Child> spawn(const Config& config);
+Expected<Child> spawn(const Config& config, Begun begun);
 
 // spawn() then wait().
 Expected<Result> run(const Config& config, int cancel_fd = -1);

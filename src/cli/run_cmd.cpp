@@ -209,9 +209,18 @@ void end_one_call(const workspace::Session& s) {
   }
 }
 
+// The call's limits, as its Config has them.
+Limits call_limits(const config::EffectiveLimits& limits) {
+  Limits l;
+  l.processes = limits.processes;
+  l.memory_bytes = limits.memory_bytes;
+  return l;
+}
+
 int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
                     const std::string& start, Network network, const policy::Answer& jit,
-                    const std::optional<toolchain::DevShell>& shell, JsonCapture* json);
+                    const std::optional<toolchain::DevShell>& shell, std::optional<Begun> begun,
+                    JsonCapture* json);
 
 int run_call(const RunOptions& o, JsonCapture* json);
 
@@ -240,6 +249,18 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   if (!network) return refuse(network.error(), o.result_file);
   // sandbox.jit is read before the call starts: nobody is asked, so only allow relaxes.
   policy::Answer jit = layers->table.decide(policy::kSandboxJit);
+  // The sandbox begins now, while the session is opened: who the call runs
+  // as, its network and its limits are known already (a root caller's
+  // session runs as the default uid unless it says otherwise; spawn begins
+  // anew where the session's Config differs). A task's runner spawns its own.
+  std::optional<Begun> begun;
+  if (!o.background) {
+    Config early;
+    early.network = *network;
+    early.limits = call_limits(layers->limits());
+    if (::geteuid() == 0) early.user = workspace::kDefaultRunUid;
+    if (auto b = begin(early)) begun = std::move(*b);  // else spawn begins it and says what failed
+  }
   // Asked of Nix before any session is made: a shell that does not evaluate runs nothing.
   auto shell = choose_toolchain(*root, o.host_toolchain);
   if (!shell) return refuse(shell.error(), o.result_file);
@@ -265,7 +286,8 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   auto opened = workspace::open(open);
   if (!opened) return refuse(opened.error(), o.result_file);
   if (json != nullptr) json->set_session(opened->session.id);
-  const int status = call_in_session(o, *layers, *opened, start, *network, jit, *shell, json);
+  const int status =
+      call_in_session(o, *layers, *opened, start, *network, jit, *shell, std::move(begun), json);
   if (opened->created && !o.keep && !o.background) {
     const workspace::Session s = opened->session;
     opened->lock = workspace::SessionLock();  // the removal takes it again
@@ -276,7 +298,8 @@ int run_call(const RunOptions& o, JsonCapture* json) {
 
 int call_in_session(const RunOptions& o, const config::Layers& layers, workspace::Opened& opened,
                     const std::string& start, Network network, const policy::Answer& jit,
-                    const std::optional<toolchain::DevShell>& shell, JsonCapture* json) {
+                    const std::optional<toolchain::DevShell>& shell, std::optional<Begun> begun,
+                    JsonCapture* json) {
   workspace::Session& s = opened.session;
   for (const auto& note : opened.notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
   config::EffectiveLimits limits = layers.limits();
@@ -329,8 +352,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
         Bind{dir_of_self() + "/chock", std::string(kConnectDirInside) + "/chock", Access::read_only_file});
   config.network = network;
   config.allow_jit = jit.decision == policy::Decision::allow;
-  config.limits.processes = limits.processes;
-  config.limits.memory_bytes = limits.memory_bytes;
+  config.limits = call_limits(limits);
   // No call runs forever: --timeout, else the layers' deadline (30 min unless lowered).
   std::string deadline;
   if (o.timeout_seconds > 0) {
@@ -425,7 +447,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   config.while_entering = [&events] { events.release(); };
-  auto child = spawn(config);
+  auto child = begun ? spawn(config, std::move(*begun)) : spawn(config);
   if (!child) {
     events.release();
     events.add("tool.result", {{"refused", child.error().message()}});

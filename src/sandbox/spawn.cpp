@@ -415,6 +415,14 @@ class Middle {
     return true;
   }
 
+  // Whether it has said it is in its namespaces: what the channel holds
+  // now, without waiting.
+  bool entered(Child::State& state) {
+    while (!state.middle_entered && state.read_record()) {
+    }
+    return state.middle_entered;
+  }
+
   // Hands over the plan (or says there is none) and waits for the middle to
   // end: by then every record it sent (the keeper's pidfd, or why it failed)
   // is in the channel.
@@ -491,17 +499,73 @@ Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, san
 
 }  // namespace
 
-Expected<Child> spawn(const Config& config) {
-  auto limits = prepare_limits(config);
-  if (!limits) return std::move(limits).error();
-  auto state = std::make_unique<Child::State>();
+// What begin() starts and spawn() finishes. Never moved (the middle reads
+// `l`); `middle` is declared after `l`, so it is reaped before `l` goes.
+struct Begun::Impl {
+  Config early;  // user, network, limits and containment: what the middle was started for
+  std::optional<LimitsSetup> limits;
+  std::unique_ptr<Child::State> state = std::make_unique<Child::State>();
   sandbox::Launch l;
-  if (auto identity = sandbox::prepare_identity(config, l); !identity) return std::move(identity).error();
+  Middle middle{l};
+  bool started = false;
+
+  // Whether `config` asks for the sandbox this one was begun as.
+  [[nodiscard]] bool fits(const Config& config) const {
+    auto id = sandbox::plan_identity(config);
+    return id && id->uid == l.identity.uid && id->gid == l.identity.gid &&
+           id->unshare_flags == l.identity.unshare_flags && id->drop_from_root == l.identity.drop_from_root &&
+           config.limits == early.limits && config.containment.kind == early.containment.kind &&
+           config.containment.cgroup_fd == early.containment.cgroup_fd;
+  }
+};
+
+Begun::Begun(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Begun::Begun(Begun&&) noexcept = default;
+Begun& Begun::operator=(Begun&&) noexcept = default;
+Begun::~Begun() = default;
+
+Expected<Begun> begin(const Config& early) {
+  auto b = std::make_unique<Begun::Impl>();
+  b->early.user = early.user;
+  b->early.network = early.network;
+  b->early.limits = early.limits;
+  b->early.containment = early.containment;
+  auto limits = prepare_limits(early);
+  if (!limits) return std::move(limits).error();
+  b->limits = std::move(*limits);
+  if (auto identity = sandbox::prepare_identity(early, b->l); !identity) return std::move(identity).error();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
     return sys_error("socketpair for the report channel");
-  state->channel.reset(pair[0]);
-  l.channel.reset(pair[1]);
+  b->state->channel.reset(pair[0]);
+  b->l.channel.reset(pair[1]);
+  // Where it can, the middle enters the namespaces (most of a call's
+  // start-up, in the kernel) while this process goes on; where it cannot run
+  // alongside, it holds this process until it ends, so it waits for the plan.
+  if constexpr (sandbox::kMiddleRunsAlongside) {
+    if (auto started = b->middle.start(*b->limits); !started) return std::move(started).error();
+    b->started = true;
+  }
+  return Begun(std::move(b));
+}
+
+Expected<Child> spawn(const Config& config) {
+  auto begun = begin(config);
+  if (!begun) return std::move(begun).error();
+  return spawn(config, std::move(*begun));
+}
+
+Expected<Child> spawn(const Config& config, Begun begun) {
+  if (!begun.impl_ || !begun.impl_->fits(config)) {
+    begun = Begun(nullptr);  // its middle hears there is no plan, and ends
+    auto fresh = begin(config);
+    if (!fresh) return std::move(fresh).error();
+    begun = std::move(*fresh);
+  }
+  Begun::Impl& b = *begun.impl_;
+  Child::State* state = b.state.get();
+  LimitsSetup& limits = *b.limits;
+  sandbox::Launch& l = b.l;
   state->timeout = config.timeout;
   state->disk = config.disk;
   UniqueFd broker_inside;  // the keeper takes its copy; ours goes when spawn returns
@@ -532,26 +596,30 @@ Expected<Child> spawn(const Config& config) {
   }
   state->start = std::chrono::steady_clock::now();
 
-  // Where it can, the middle enters the namespaces (most of a call's start-up
-  // in the kernel) while this process builds the plan.
-  Middle middle(l);
   if constexpr (!sandbox::kMiddleRunsAlongside) {
-    if (auto plan = prepare_plan(config, *limits, l, *state); !plan) return std::move(plan).error();
+    if (auto plan = prepare_plan(config, limits, l, *state); !plan) return std::move(plan).error();
     if (config.while_entering) config.while_entering();
     l.publish_plan(true);
+    if (auto started = b.middle.start(limits); !started) return std::move(started).error();
   }
-  if (auto started = middle.start(*limits); !started) return std::move(started).error();
   bool go = true;
   if constexpr (sandbox::kMiddleRunsAlongside) {
-    if (auto plan = prepare_plan(config, *limits, l, *state); !plan) return std::move(plan).error();
+    // A middle begun a while ago is in its namespaces by now: given its maps
+    // first, it drops its capabilities while the plan is built.
+    bool maps_written = false;
+    if (l.identity.drop_from_root && b.middle.entered(*state)) {
+      go = b.middle.write_maps(*state);
+      maps_written = true;
+    }
+    if (auto plan = prepare_plan(config, limits, l, *state); !plan) return std::move(plan).error();
     if (config.while_entering) config.while_entering();
-    if (l.identity.drop_from_root) go = middle.write_maps(*state);
+    if (l.identity.drop_from_root && !maps_written) go = b.middle.write_maps(*state);
   }
-  middle.finish(go);
+  b.middle.finish(go);
   while (state->read_record()) {
   }
-  state->limits = std::move(*limits);
-  return Child(std::move(state));
+  state->limits = std::move(limits);
+  return Child(std::move(b.state));
 }
 
 Expected<Result> run(const Config& config, int cancel_fd) {
