@@ -29,11 +29,13 @@ class Child {
   // what remains is the kernel taking its namespaces down, which the
   // caller's exit hands to init.
   void detach() noexcept;
-  // After wait(), for a caller about to exit whose next call must not start
-  // before this one's namespaces are gone (its mounts: an overlay's upper
-  // layer): `held_fd`, a descriptor holding a flock, is kept by a small
-  // process of its own until the keeper has exited, and the destructor does
-  // not wait. False where that process could not start: the destructor waits.
+  // For a caller that will exit after the call, whose next call must not
+  // start before this one's namespaces are gone (its mounts: an overlay's
+  // upper layer): `held_fd`, a descriptor holding a flock, is kept by a small
+  // process of its own until the keeper has exited, and once wait() has
+  // returned the destructor does not wait for that exit. Best called right
+  // after spawn, while the program starts. False where that process could
+  // not start: the destructor waits.
   bool hand_teardown_to(int held_fd) noexcept;
 
   struct State;

@@ -453,10 +453,10 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
     events.add("tool.result", {{"refused", child.error().message()}});
     return refuse(child.error(), o.result_file);
   }
+  child->hand_teardown_to(mounts->fd());  // the next call waits for its teardown, this one need not
   terminal->start();
   Result r = child->wait(cancel.fd());
-  child->hand_teardown_to(mounts->fd());  // the next call waits for it, this one need not
-  terminal->finish();                     // the program's last output before chock's own line
+  terminal->finish();  // the program's last output before chock's own line
   if (config.judge) {
     events.add("network.summary", config.judge->summary());
     // Kept in session.json while this call still holds the session's lock.

@@ -48,6 +48,10 @@ struct Child::State {
   Result result;
   bool waited = false;
   bool reaped = false;  // the keeper is gone (or, detached, no longer ours to wait for)
+  bool handed = false;  // its end is a waiter's to see (hand_teardown_to): once waited, not ours
+  // What spawn built and no longer needs (its plan, the middle's stack):
+  // let go while the program starts, when this process only waits.
+  std::shared_ptr<void> leftover;
   bool killed = false;
   bool got_status = false;
   bool middle_entered = false;  // a root caller's middle waits for its id maps
@@ -235,7 +239,7 @@ Child::Child(Child&&) noexcept = default;
 Child& Child::operator=(Child&&) noexcept = default;
 
 Child::~Child() {
-  if (state_ && state_->keeper && !state_->reaped) {
+  if (state_ && state_->keeper && !state_->reaped && !(state_->handed && state_->waited)) {
     if (!state_->waited) state_->kill_tree();
     siginfo_t info{};
     waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(state_->keeper.get()), &info, WEXITED);
@@ -247,9 +251,9 @@ void Child::detach() noexcept {
 }
 
 bool Child::hand_teardown_to(int held_fd) noexcept {
-  if (!state_ || !state_->waited || state_->reaped || !state_->keeper) return true;
+  if (!state_ || state_->handed || state_->reaped || !state_->keeper) return true;
   if (!sandbox::hand_teardown(state_->keeper.get(), held_fd)) return false;
-  state_->reaped = true;
+  state_->handed = true;
   return true;
 }
 
@@ -271,6 +275,7 @@ Result Child::wait(int cancel_fd) {
   // ended every other process of the call, or until its pidfd reads as exited
   // (killed, or failed before the program ran), which pid 1's exit does only
   // once it has taken every other process of its namespace.
+  s.leftover.reset();
   while (s.keeper && !s.got_status) {
     pollfd fds[3] = {{s.keeper.get(), POLLIN, 0},
                      {channel_open ? s.channel.get() : -1, POLLIN, 0},
@@ -619,7 +624,9 @@ Expected<Child> spawn(const Config& config, Begun begun) {
   while (state->read_record()) {
   }
   state->limits = std::move(limits);
-  return Child(std::move(b.state));
+  std::unique_ptr<Child::State> made = std::move(b.state);
+  made->leftover = std::shared_ptr<Begun::Impl>(std::move(begun.impl_));
+  return Child(std::move(made));
 }
 
 Expected<Result> run(const Config& config, int cancel_fd) {
