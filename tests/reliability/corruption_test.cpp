@@ -15,12 +15,9 @@ namespace {
 
 using ws::describe;
 using ws::Fixture;
-using ws::session_id;
 
 std::string new_session(const Fixture& f) {
-  Output o = f.run({"--keep"}, "echo work > work.txt");
-  EXPECT_EQ(o.status, 0) << describe(o);
-  return session_id(o);
+  return ws::kept_session(f, "echo work > work.txt");
 }
 
 TEST(Corruption, ADamagedSessionRecordIsNamedAndEveryOtherSessionStillListsAndWorks) {

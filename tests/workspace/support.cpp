@@ -140,6 +140,12 @@ Output Fixture::run(const std::vector<std::string>& flags, const std::string& sc
   return chock(args);
 }
 
+std::string kept_session(const Fixture& f, const std::string& script) {
+  Output o = f.run({"--keep"}, script);
+  EXPECT_EQ(o.status, 0) << describe(o);
+  return session_id(o);
+}
+
 std::string session_id(const Output& o) {
   const std::string marker = "chock: session ";
   auto at = o.err.find(marker);

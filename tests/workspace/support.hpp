@@ -56,6 +56,8 @@ class Fixture {
 
 // The id in "chock: session ID (...)", or "" when it was not printed.
 std::string session_id(const Output& o);
+// A session kept for more calls (`run --keep`), its first call `script`; its id.
+std::string kept_session(const Fixture& f, const std::string& script = "true");
 // Every regular file below `dir` whose bytes contain `needle` (links not followed).
 std::vector<std::string> files_containing(const std::string& dir, const std::string& needle);
 // Path -> bytes of every regular file below `dir` and the target of every link.

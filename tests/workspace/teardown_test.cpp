@@ -53,13 +53,6 @@ bool take_lock(int fd) {
   return true;
 }
 
-// A session kept for more calls; its id.
-std::string kept_session(const Fixture& f) {
-  Output o = f.run({"--keep"}, "true");
-  EXPECT_EQ(o.status, 0) << describe(o);
-  return session_id(o);
-}
-
 TEST(SessionTeardown, ACallReturnsBeforeItsOverlayIsTakenDownAndHoldsTheMountsLockUntilThen) {
   Fixture f;
   f.init_git();
