@@ -62,7 +62,7 @@ class Begun {
   explicit Begun(std::unique_ptr<Impl> impl);
 
  private:
-  friend Expected<class Child> spawn(const Config& config, Begun begun);
+  friend Expected<Child> spawn(const Config& config, Begun begun);
   std::unique_ptr<Impl> impl_;
 };
 Expected<Begun> begin(const Config& early);

@@ -118,6 +118,7 @@
 #include <chock/config.hpp>
 #include <chock/error.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -266,7 +267,9 @@ Expected<SessionLock> lock(const Session& session, bool wait);
 // it waits until the kernel has taken the last call's sandbox down (its
 // overlay's upper layer is the session's, and belongs to one mount at a time).
 // A call keeps it until its own sandbox is gone, past its own exit
-// (Child::hand_teardown_to); nothing else waits on it.
+// (Child::hand_teardown_to); nothing else waits on it. Waited for at most
+// kMountsWait (then an unheld lock, and a line on stderr).
+inline constexpr std::chrono::seconds kMountsWait{60};
 Expected<SessionLock> hold_mounts(const Session& session);
 // Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);

@@ -512,7 +512,6 @@ struct Begun::Impl {
   std::unique_ptr<Child::State> state = std::make_unique<Child::State>();
   sandbox::Launch l;
   Middle middle{l};
-  bool started = false;
 
   // Whether `config` asks for the sandbox this one was begun as.
   [[nodiscard]] bool fits(const Config& config) const {
@@ -549,7 +548,6 @@ Expected<Begun> begin(const Config& early) {
   // alongside, it holds this process until it ends, so it waits for the plan.
   if constexpr (sandbox::kMiddleRunsAlongside) {
     if (auto started = b->middle.start(*b->limits); !started) return std::move(started).error();
-    b->started = true;
   }
   return Begun(std::move(b));
 }

@@ -46,8 +46,7 @@ int wait_for_keeper(void* arg) {
   w->closed.store(1);
   sys::raw(SYS_futex, sys::arg(&w->closed), FUTEX_WAKE_PRIVATE, 1);
   pollfd exited{w->keeper, POLLIN, 0};
-  timespec bound{kTeardownWaitMs / 1000, 0};
-  while (sys::raw(SYS_ppoll, sys::arg(&exited), 1, sys::arg(&bound), 0, 0) == -EINTR) {
+  while (sys::raw(SYS_ppoll, sys::arg(&exited), 1, 0, 0, 0) == -EINTR) {
   }
   return 0;
 }

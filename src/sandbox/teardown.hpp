@@ -12,11 +12,9 @@
 
 namespace chock::sandbox {
 
-// How long the waiter keeps the lock at most: a teardown stuck past it (a
-// file system that does not answer) no longer holds the session's next call.
-inline constexpr int kTeardownWaitMs = 60'000;
-
 // Starts the waiter over `keeper_pidfd` and `held_fd`; true once it runs.
+// It waits as long as the keeper lives (the call's own deadline ends that):
+// whoever waits on the lock bounds its own wait.
 // False (errno set) where it could not start, and once it has been started in
 // this process (EBUSY: its stack serves one waiter): the caller waits itself.
 bool hand_teardown(int keeper_pidfd, int held_fd) noexcept;

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -137,9 +139,21 @@ Expected<SessionLock> hold_mounts(const Session& session) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return sys_error("open the mounts lock", path);
   SessionLock held(fd);
-  // Held by the last call's waiter for as long as its sandbox's teardown lasts (bounded there).
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return sys_error("lock", path);
+  // Held by the last call's waiter until its sandbox is gone: a few
+  // milliseconds, or more under load, never long but for a file system that
+  // does not answer. Past kMountsWait the call goes on without it.
+  const auto until = std::chrono::steady_clock::now() + kMountsWait;
+  for (auto step = std::chrono::microseconds(200); ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+       step = std::min(step * 2, std::chrono::microseconds(10'000))) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return sys_error("lock", path);
+    if (std::chrono::steady_clock::now() >= until) {
+      std::fprintf(stderr,
+                   "chock: session %s: the last call's sandbox is still being taken down after %lld s; "
+                   "this call goes on\n",
+                   session.id.c_str(), static_cast<long long>(kMountsWait.count()));
+      return SessionLock();
+    }
+    std::this_thread::sleep_for(step);
   }
   return held;
 }
