@@ -6,21 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 
 #include "chock/sandbox.hpp"
 #include "process.hpp"
+#include "support.hpp"
 
 namespace chock {
 namespace {
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using test::core::trim;
 
 std::string host_net_namespace() {
   char buf[64] = {};
@@ -30,7 +25,7 @@ std::string host_net_namespace() {
 
 // The pids of this process's children.
 std::string children() {
-  return read_all("/proc/self/task/" + std::to_string(getpid()) + "/children");
+  return trim(test::read_file("/proc/self/task/" + std::to_string(getpid()) + "/children"));
 }
 
 // Runs `script` in a sandbox begun from `early` and finished with `config`;
@@ -47,7 +42,7 @@ std::string run_begun(const Config& early, Config config, const std::string& scr
   if (!child) return "spawn: " + child.error().message();
   const Result r = child->wait();
   if (r.exit_status() != 0) return "status " + std::to_string(r.exit_status()) + ": " + r.to_json();
-  return read_all(out);
+  return test::exists(out) ? trim(test::read_file(out)) : "no " + out;
 }
 
 TEST(Begun, ACallWithoutNetworkNeverRunsInASandboxBegunWithTheHostsNetwork) {
