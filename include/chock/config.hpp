@@ -171,9 +171,9 @@ struct Config {
   std::optional<DiskGuard> disk;              // chock run sets it; nullopt: not watched
   std::optional<DirectoryCap> directory_cap;  // chock run: the toolchain cache
   // The caller's own work, done by spawn in this thread while the sandbox's
-  // first process enters its namespaces (on another CPU), before the program
-  // can start: chock run writes a call's first log lines here. Not run when
-  // spawn fails before that point.
+  // first process makes the call's processes (on another CPU), before spawn
+  // returns: chock run writes a call's first log lines here, before any it
+  // writes of what the call does. Not run when spawn fails before that point.
   std::function<void()> while_entering;
 };
 

@@ -304,7 +304,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   for (const auto& note : opened.notes) std::fprintf(stderr, "chock: %s\n", printable(note).c_str());
   config::EffectiveLimits limits = layers.limits();
   Events events(s.project, s.id);
-  // Written while the sandbox starts (while_entering below), before the program can.
+  // Written while the sandbox starts (while_entering below), in the room the last call reserved.
   events.hold();
   if (opened.created) {
     const std::string lasts = o.keep || o.background

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,10 +46,8 @@ class SessionEvents {
   void release() {
     if (!holding_) return;
     holding_ = false;
-    for (const auto& line : held_) {
-      if (!log_) break;
-      if (auto r = log_->append(line); !r) warn(r.error());
-    }
+    if (log_ && !held_.empty())
+      if (auto r = log_->append(std::span<const log::SessionLog::Entry>(held_)); !r) warn(r.error());
     held_.clear();
     if (reserve_held_ != 0) reserve(reserve_held_);
     reserve_held_ = 0;

@@ -271,24 +271,47 @@ Expected<void> SessionLog::append(std::string_view event, const nlohmann::json& 
 }
 
 Expected<void> SessionLog::append(const Entry& entry) {
-  const std::string& event = entry.event;
-  const nlohmann::json& fields = entry.fields;
-  if (!is_event_name(event)) return Error{"session log event \"" + event + "\": use [a-z0-9._-]", path_, 0};
-  if (!fields.is_object() && !fields.is_null())
-    return Error{"session log event " + event + ": fields must be a JSON object, not " + fields.type_name(),
-                 path_, 0};
-  for (const char* reserved : {"ts", "event", "session", "prev", "torn_line"}) {
-    if (fields.contains(reserved))
-      return Error{"session log event " + event + ": the field \"" + reserved + "\" is the log's own", path_,
-                   0};
+  return append(std::span<const Entry>(&entry, 1));
+}
+
+Expected<void> SessionLog::append(std::span<const Entry> entries) {
+  if (entries.empty()) return {};
+  for (const Entry& entry : entries) {
+    const std::string& event = entry.event;
+    const nlohmann::json& fields = entry.fields;
+    if (!is_event_name(event)) return Error{"session log event \"" + event + "\": use [a-z0-9._-]", path_, 0};
+    if (!fields.is_object() && !fields.is_null())
+      return Error{"session log event " + event + ": fields must be a JSON object, not " + fields.type_name(),
+                   path_, 0};
+    for (const char* reserved : {"ts", "event", "session", "prev", "torn_line"}) {
+      if (fields.contains(reserved))
+        return Error{"session log event " + event + ": the field \"" + reserved + "\" is the log's own",
+                     path_, 0};
+    }
   }
 
   FileLock lock(file_.get(), LOCK_EX);
   if (!lock.locked()) return sys_error("lock session log", path_);
   struct stat now {};
   if (::fstat(file_.get(), &now) != 0) return sys_error("stat", path_);
-  if (static_cast<std::uint64_t>(now.st_size) == known_size_)
-    return append_line(entry, known_prev_, known_lines_, 0, known_head_bytes_, now.st_size);
+  // Each line is followed by its head file, as if appended alone: a chock
+  // stopped between the two leaves the head one line behind, never more. The
+  // lock and the head file's descriptor serve the whole batch.
+  UniqueFd head_fd;
+  auto rest = [&]() -> Expected<void> {
+    for (const Entry& entry : entries.subspan(1))
+      if (auto r = append_line(entry, known_prev_, known_lines_, 0, known_head_bytes_, known_size_, head_fd);
+          !r)
+        return r;
+    return {};
+  };
+  if (static_cast<std::uint64_t>(now.st_size) == known_size_) {
+    if (auto r = append_line(entries.front(), known_prev_, known_lines_, 0, known_head_bytes_, now.st_size,
+                             head_fd);
+        !r)
+      return r;
+    return rest();
+  }
   // Read the end of the file, not a remembered hash: other chock processes
   // may have appended to this session since this object last did.
   auto tail = read_tail(file_.get(), path_);
@@ -335,12 +358,16 @@ Expected<void> SessionLog::append(const Entry& entry) {
     lines = head.lines + 1;
   }
 
-  return append_line(entry, prev, lines, torn_line, head_bytes->has_value() ? (*head_bytes)->size() : 0,
-                     now.st_size);
+  if (auto r = append_line(entries.front(), prev, lines, torn_line,
+                           head_bytes->has_value() ? (*head_bytes)->size() : 0, now.st_size, head_fd);
+      !r)
+    return r;
+  return rest();
 }
 
 Expected<void> SessionLog::append_line(const Entry& entry, const std::string& prev, std::size_t lines,
-                                       std::size_t torn_line, std::size_t head_bytes, std::uint64_t size) {
+                                       std::size_t torn_line, std::size_t head_bytes, std::uint64_t size,
+                                       UniqueFd& head_fd) {
   known_size_ = UINT64_MAX;  // known again only once the line and the head are written
   std::string head_name = session_ + ".head";
   std::string head_path = head_path_for(path_);
@@ -374,9 +401,9 @@ Expected<void> SessionLog::append_line(const Entry& entry, const std::string& pr
   // rename made ext4 write back and evict a file on every line. The first
   // head is made through a temporary file, so a full disk leaves none, not half.
   if (head_bytes != 0 && new_head.size() >= head_bytes) {
-    UniqueFd fd(::openat(dir_.get(), head_name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) return sys_error("open session log head", head_path);
-    const ssize_t n = ::pwrite(fd.get(), new_head.data(), new_head.size(), 0);
+    if (!head_fd) head_fd.reset(::openat(dir_.get(), head_name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!head_fd) return sys_error("open session log head", head_path);
+    const ssize_t n = ::pwrite(head_fd.get(), new_head.data(), new_head.size(), 0);
     if (n != static_cast<ssize_t>(new_head.size()))
       return n < 0 ? sys_error("write session log head", head_path)
                    : Error{"write session log head: short write", head_path, EIO};
@@ -391,6 +418,7 @@ Expected<void> SessionLog::append_line(const Entry& entry, const std::string& pr
   tmp.reset();
   if (::renameat(dir_.get(), tmp_name.c_str(), dir_.get(), head_name.c_str()) != 0)
     return sys_error("replace session log head", head_path);
+  head_fd.reset();  // the file it named was replaced
   known();
   return {};
 }

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,8 @@ class SessionLog {
   };
   [[nodiscard]] static Entry entry(std::string_view event, const nlohmann::json& fields);
   [[nodiscard]] Expected<void> append(const Entry& entry);
+  // Several, in order, under one lock (each line still followed by its head file).
+  [[nodiscard]] Expected<void> append(std::span<const Entry> entries);
 
   // Reserves `bytes` of disk past the log's end (its size unchanged), so the
   // lines after a call that filled the disk still have room.
@@ -81,10 +84,12 @@ class SessionLog {
 
  private:
   // Writes the line chained from `prev` after `lines` lines (and after a cut
-  // line when `torn_line`), then the head file (`head_bytes` long now, 0 none);
+  // line when `torn_line`), then the head file (`head_bytes` long now, 0 none;
+  // through `head_fd`, opened here if need be, when it is rewritten in place);
   // the log is `size` bytes before it. Called with the log locked.
   [[nodiscard]] Expected<void> append_line(const Entry& entry, const std::string& prev, std::size_t lines,
-                                           std::size_t torn_line, std::size_t head_bytes, std::uint64_t size);
+                                           std::size_t torn_line, std::size_t head_bytes, std::uint64_t size,
+                                           UniqueFd& head_fd);
   SessionLog(UniqueFd dir, UniqueFd file, std::string path, std::string session)
       : dir_(std::move(dir)), file_(std::move(file)), path_(std::move(path)), session_(std::move(session)) {}
 

@@ -239,6 +239,7 @@ Child::Child(Child&&) noexcept = default;
 Child& Child::operator=(Child&&) noexcept = default;
 
 Child::~Child() {
+  if (state_ && state_->handed) sandbox::settle_teardown();
   if (state_ && state_->keeper && !state_->reaped && !(state_->handed && state_->waited)) {
     if (!state_->waited) state_->kill_tree();
     siginfo_t info{};
@@ -325,6 +326,9 @@ Result Child::wait(int cancel_fd) {
       s.reaped = true;
   }
   s.waited = true;
+  // Before the caller lets go of its locks and output, which the waiter's
+  // copies of its descriptors would hold on to.
+  if (s.handed) sandbox::settle_teardown();
   s.stop_relay();
   s.result.duration = std::chrono::steady_clock::now() - s.start;
   if (s.keeper && !s.got_status && !s.result.setup_failure && !s.result.exec_error) {
@@ -615,8 +619,11 @@ Expected<Child> spawn(const Config& config, Begun begun) {
       maps_written = true;
     }
     if (auto plan = prepare_plan(config, limits, l, *state); !plan) return std::move(plan).error();
-    if (config.while_entering) config.while_entering();
     if (l.identity.drop_from_root && !maps_written) go = b.middle.write_maps(*state);
+    // The caller's own work goes while the middle makes the keeper, which
+    // this thread would only wait for.
+    l.publish_plan(go);
+    if (config.while_entering) config.while_entering();
   }
   b.middle.finish(go);
   while (state->read_record()) {

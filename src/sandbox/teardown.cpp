@@ -27,6 +27,7 @@ struct Waiter {
   // the caller's descriptors would keep what the caller lets go (the
   // session's lock) held. A futex word.
   std::atomic<int> closed{0};
+  std::atomic<bool> started{false};  // hand_teardown cloned it
 };
 
 // The waiter: raw system calls only, since it shares the caller's memory and
@@ -53,6 +54,12 @@ int wait_for_keeper(void* arg) {
 
 }  // namespace
 
+namespace {
+
+Waiter waiter;
+
+}  // namespace
+
 bool hand_teardown(int keeper_pidfd, int held_fd) noexcept {
   static std::atomic<bool> started{false};
   if (keeper_pidfd < 0 || held_fd < 0) {
@@ -63,7 +70,6 @@ bool hand_teardown(int keeper_pidfd, int held_fd) noexcept {
     errno = EBUSY;
     return false;
   }
-  static Waiter waiter;
   waiter.keeper = keeper_pidfd;
   waiter.held = held_fd;
   // Never freed: the waiter runs on it after the caller's exit has run its destructors.
@@ -80,12 +86,18 @@ bool hand_teardown(int keeper_pidfd, int held_fd) noexcept {
   }
   int pidfd = -1;
   if (clone_on_stack(&pidfd, -1, CLONE_VM, *stack, wait_for_keeper, &waiter) < 0) return false;
-  // Until the waiter has closed its copies (a bounded wait: it is a few system calls away).
+  ::close(pidfd);
+  waiter.started.store(true);
+  return true;
+}
+
+void settle_teardown() noexcept {
+  if (!waiter.started.load()) return;
+  // A bounded wait: the waiter is a few system calls away from it, and has
+  // most likely been there since the program started.
   const timespec step{0, 100'000'000};
   for (int i = 0; i < 50 && waiter.closed.load() == 0; ++i)
     sys::raw(SYS_futex, sys::arg(&waiter.closed), FUTEX_WAIT_PRIVATE, 0, sys::arg(&step));
-  ::close(pidfd);
-  return true;
 }
 
 }  // namespace chock::sandbox

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -313,6 +314,48 @@ TEST_F(SessionLogTest, TwoWritersAppendingAlternatelyKeepOneChain) {
   Verification v = verified(first->path());
   EXPECT_TRUE(v.ok) << v.problem;
   EXPECT_EQ(v.lines, 6u);
+}
+
+// Lines held while a sandbox starts go out under one lock; each still chains
+// from the one before it, after a cut line and after another writer's line.
+TEST_F(SessionLogTest, LinesAppendedTogetherChainOneByOne) {
+  std::string path = five_events();
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out << "{\"ts\":\"2025-";
+  }
+  auto log = SessionLog::open(project_, "s1");
+  auto other = SessionLog::open(project_, "s1");
+  ASSERT_TRUE(log);
+  ASSERT_TRUE(other);
+  const std::vector<SessionLog::Entry> batch{SessionLog::entry(event::kSessionConfig, {{"n", 1}}),
+                                             SessionLog::entry(event::kSandboxOpen, {{"n", 2}}),
+                                             SessionLog::entry(event::kToolCall, {{"n", 3}})};
+  auto appended = log->append(std::span<const SessionLog::Entry>(batch));
+  ASSERT_TRUE(appended) << appended.error().message();
+  ASSERT_TRUE(other->append(event::kToolResult, {{"n", 4}}));
+  appended = log->append(std::span<const SessionLog::Entry>(batch).first(2));
+  ASSERT_TRUE(appended) << appended.error().message();
+
+  Verification v = verified(path);
+  EXPECT_EQ(v.lines, 12u);
+  EXPECT_EQ(v.torn_lines, std::vector<std::size_t>{6});
+  EXPECT_NE(v.problem.find("every other line verifies, to line 12"), std::string::npos) << v.problem;
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 12u);
+  EXPECT_EQ(nlohmann::json::parse(lines[6])["torn_line"], 6) << lines[6];
+  EXPECT_FALSE(nlohmann::json::parse(lines[7]).contains("torn_line")) << lines[7];
+  for (std::size_t i = 7; i < lines.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[i])["prev"], sha256_hex(lines[i - 1])) << "line " << i + 1;
+  const std::vector<int> order{1, 2, 3, 4, 1, 2};
+  for (std::size_t i = 0; i < order.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[6 + i])["n"], order[i]) << lines[6 + i];
+  auto head = nlohmann::json::parse(read_bytes(head_of(path)));
+  EXPECT_EQ(head["lines"], 12);
+  EXPECT_EQ(head["last"], sha256_hex(lines[11]));
+  // Nothing at all for none.
+  ASSERT_TRUE(log->append(std::span<const SessionLog::Entry>()));
+  EXPECT_EQ(read_lines(path).size(), 12u);
 }
 
 TEST_F(SessionLogTest, ProjectsOfTheSameNameGetTheirOwnFolders) {
