@@ -52,10 +52,6 @@ int wait_for_keeper(void* arg) {
   return 0;
 }
 
-}  // namespace
-
-namespace {
-
 Waiter waiter;
 
 }  // namespace

@@ -19,11 +19,11 @@ namespace chock::sandbox {
 // this process (EBUSY: its stack serves one waiter): the caller waits itself.
 bool hand_teardown(int keeper_pidfd, int held_fd) noexcept;
 
-// Returns once the waiter holds none of the caller's descriptors but the
-// two it was given (at once where none was started). Called before the caller lets go of
-// anything another process waits on (a lock, the end of its output): the
-// waiter's copies would hold it. Not in hand_teardown itself, where it would
-// wait while the program starts.
+// Returns once the waiter holds none of the caller's descriptors but the two
+// it was given (at once where none was started). Called before the caller
+// lets go of anything another process waits on (a lock, the end of its
+// output), which the waiter's copies would hold; not in hand_teardown
+// itself, where it would wait while the program starts.
 void settle_teardown() noexcept;
 
 }  // namespace chock::sandbox
