@@ -57,12 +57,12 @@ Waiter waiter;
 }  // namespace
 
 bool hand_teardown(int keeper_pidfd, int held_fd) noexcept {
-  static std::atomic<bool> started{false};
+  static std::atomic<bool> claimed{false};  // the one waiter's stack and record: once a process
   if (keeper_pidfd < 0 || held_fd < 0) {
     errno = EBADF;
     return false;
   }
-  if (started.exchange(true)) {
+  if (claimed.exchange(true)) {
     errno = EBUSY;
     return false;
   }
