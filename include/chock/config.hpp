@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chock {
@@ -52,6 +53,13 @@ struct Overlay {
   std::string target;
   std::vector<std::string> lower_below = {};   // more read-only layers under `lower`, top first
   std::optional<OwnerShift> lower_shift = {};  // `lower` idmapped (a root caller's overlay)
+};
+
+// A read-only file at `target` (absolute) inside, holding `bytes`: memory of
+// the caller's that lives until spawn returns (a library Chock carries).
+struct FileInside {
+  std::string target;
+  std::string_view bytes;
 };
 
 // A Landlock rule: a path inside the sandbox and the grant set beneath it.
@@ -140,6 +148,9 @@ struct Config {
   std::vector<Overlay> overlays;  // mounted after the binds, in order
   // Mounted after the overlays: a file of an overlay bound over itself read-only.
   std::vector<Bind> binds_over_overlays;
+  // Files of Chock's own written into the sandbox's root (a fresh tmpfs, made
+  // read-only with it) before anything is mounted: no host file, no mount.
+  std::vector<FileInside> files_inside;
   bool toolchain = true;  // /usr /bin /lib* /sbin /etc read-only
   // With `toolchain`, a Nix closure instead of the host's /usr /bin /lib*
   // /sbin: each store path ("/nix/store/<hash>-<name>") read-only at its own

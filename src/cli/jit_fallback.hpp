@@ -3,16 +3,14 @@
 #pragma once
 
 #include "chock/config.hpp"
-#include "chock/error.hpp"
 
 namespace chock::cli {
 
 // Where the preload appears inside a call.
 inline constexpr const char* kPcre2NoJitInside = "/run/chock/lib/pcre2-nojit.so";
 
-// Writes the preload (carried inside the chock binary) to the data
-// directory once, binds it read-only into the call and names it in
-// LD_PRELOAD. `config.env` must be set.
-Expected<void> add_pcre2_without_jit(Config& config);
+// Puts the preload (carried inside the chock binary) in the call's root,
+// read-only, and names it in LD_PRELOAD. `config.env` must be set.
+void add_pcre2_without_jit(Config& config);
 
 }  // namespace chock::cli

@@ -334,6 +334,21 @@ std::string normalize_absolute(const std::string& path) {
 
 Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
   MountPlan plan;
+  // First, so each lands in the new root's own tmpfs: nothing is mounted yet
+  // that a path of theirs could reach through (a mount made later over a
+  // parent only hides them).
+  for (const FileInside& f : config.files_inside) {
+    std::string target = normalize_absolute(f.target);
+    if (target.empty() || target == "/")
+      return Error{"a file inside (" + f.target + "): needs an absolute path", "", 0, Errc::bad_config};
+    MountOp op = make_op(MountOp::Kind::file, target.substr(1), target);
+    op.bytes = f.bytes;
+    op.ours = true;
+    op.file = true;
+    op.access = Access::read_only_file;
+    op.landlock = true;
+    plan.ops.push_back(std::move(op));
+  }
   if (config.toolchain) {
     auto t = add_toolchain(plan, config, clone_now);
     if (!t) return std::move(t).error();
@@ -377,6 +392,19 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
     op.file = true;
     plan.ops.push_back(std::move(op));
     plan.has_covers = true;
+  }
+  // A file inside that a mount would hide has no place in the call (and its
+  // Landlock rule none to name): refused, whatever lies over it.
+  for (const MountOp& file : plan.ops) {
+    if (file.kind != MountOp::Kind::file) continue;
+    for (const MountOp& op : plan.ops) {
+      if (op.kind == MountOp::Kind::file || op.kind == MountOp::Kind::symlink ||
+          op.kind == MountOp::Kind::seal || op.kind == MountOp::Kind::cover)
+        continue;
+      if (file.target == op.target || file.target.starts_with(op.target + "/"))
+        return Error{"a file inside (/" + file.target + "): " + op.label + " is mounted over it", "", 0,
+                     Errc::bad_config};
+    }
   }
   return plan;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chock/config.hpp"
@@ -33,6 +34,7 @@ struct MountOp {
     cover,        // the deny notice over the file at `target`
     overlay,      // overlayfs: lower `source`, `upper`, `work`, read-write at `target`
     etc_overlay,  // a filtered call's /etc: Chock's resolver files over the host's (etc_overlay.hpp)
+    file,         // a file of Chock's own holding `bytes`, written into the new root
   };
   Kind kind = Kind::bind;
   Step step = Step::mount_tree;  // reported when this operation fails
@@ -49,6 +51,7 @@ struct MountOp {
   std::string fs_options;             // tmpfs, devpts: mount(2)'s data, "mode=1777,size=8388608"
   std::string upper;                  // overlay
   std::string work;                   // overlay
+  std::string_view bytes;             // file
   UniqueFd detached;                  // a source cloned before the fork (root callers)
   int source_fd = -1;                 // scratch: the source's clone, made after unshare
 };
