@@ -40,9 +40,10 @@ mode_t mode_of(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 ? st.st_mode : 0;
 }
 
-// Two calls of one session install the same preload at once (found by the
-// reliability suite: "rename: ...pcre2-nojit-....so: ENOENT"): each writer
-// renames a whole file of its own, and none fails.
+// Two writers of one file at once (found by the reliability suite when two
+// calls installed git's preload in the data directory: "rename:
+// ...pcre2-nojit-....so: ENOENT"): each renames a whole file of its own,
+// and none fails.
 TEST(WriteFileAtomic, WritersAtOnceEachRenameAWholeFile) {
   test::TempDir dir{"chock-fs-atomic"};
   const std::string path = dir.path() + "/shared";
