@@ -4,8 +4,6 @@
 #include <linux/mount.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include "net/filtered.hpp"
 #include "util/syscalls.hpp"
 
@@ -22,23 +20,6 @@ constexpr const char kNsswitch[] =
 constexpr const char kHosts[] =
     "# Written by Chock for a filtered call.\n127.0.0.1 localhost\n::1 localhost ip6-localhost "
     "ip6-loopback\n";
-
-bool write_file(int dir, const char* name, const char* text) noexcept {
-  int fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  const size_t want = std::strlen(text);
-  size_t done = 0;
-  while (done < want) {
-    ssize_t n = write(fd, text + done, want - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  const int err = errno;
-  close(fd);
-  errno = err;
-  return done == want;
-}
 
 // "/proc/self/fd/<fd>:/etc" into `out`, without formatting functions.
 void lower_dirs(int fd, char* out, size_t size) noexcept {
@@ -82,8 +63,9 @@ int make_etc_overlay(const MountOp& op) noexcept {
   close(fs);
   errno = err;
   if (layer < 0) return -1;
-  ok = write_file(layer, "resolv.conf", op.source.c_str()) && write_file(layer, "hosts", kHosts) &&
-       write_file(layer, "nsswitch.conf", kNsswitch);
+  ok = write_new_file(layer, "resolv.conf", op.source, 0644) &&
+       write_new_file(layer, "hosts", kHosts, 0644) &&
+       write_new_file(layer, "nsswitch.conf", kNsswitch, 0644);
   int mnt = -1;
   if (ok) {
     char lower[64];

@@ -289,22 +289,9 @@ bool write_file_inside(const MountOp& op, int root) noexcept {
   if (leaf == nullptr) return false;
   int dir = leaf != op.target.c_str() ? walk_target(root, parent, false, true) : root;
   if (dir < 0) return false;
-  int fd = openat(dir, leaf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444);
+  const bool ok = write_new_file(dir, leaf, op.bytes, 0444);
   if (dir != root) close_keeping_errno(dir);
-  if (fd < 0) return false;
-  const char* at = op.bytes.data();
-  for (std::size_t left = op.bytes.size(); left > 0;) {
-    ssize_t n = write(fd, at, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      close_keeping_errno(fd);
-      return false;
-    }
-    at += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  return close(fd) == 0;
+  return ok;
 }
 
 bool run_op(MountOp& op, int root) noexcept {
@@ -355,6 +342,24 @@ int new_root() noexcept {
 }
 
 }  // namespace
+
+bool write_new_file(int dir, const char* name, std::string_view bytes, mode_t mode) noexcept {
+  int fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return false;
+  const char* at = bytes.data();
+  for (std::size_t left = bytes.size(); left > 0;) {
+    ssize_t n = write(fd, at, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      close_keeping_errno(fd);
+      return false;
+    }
+    at += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return close(fd) == 0;
+}
 
 bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
   // Nothing we mount may propagate back to the host.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <linux/openat2.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
@@ -77,6 +78,10 @@ inline constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_M
 // -1 with errno. With `top_lower_fd` >= 0 that mount is the top lower layer,
 // in place of the first path of `source`. System calls only.
 int make_overlay(const MountOp& op, int top_lower_fd) noexcept;
+
+// `name` made new in `dir` (never through a link) with `mode`, holding
+// `bytes`; false with errno. System calls only: after the fork.
+bool write_new_file(int dir, const char* name, std::string_view bytes, mode_t mode) noexcept;
 
 // The overlay made now by this process (a root caller), exactly as a call's
 // mount tree gets it, and detached: whether it mounts here, and why not.
