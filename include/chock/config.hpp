@@ -39,6 +39,7 @@ struct OwnerShift {
   gid_t gid_from = 0;
   uid_t uid_to = 0;
   gid_t gid_to = 0;
+  friend bool operator==(const OwnerShift&, const OwnerShift&) = default;
 };
 
 // An overlay the sandbox mounts (overlayfs with `userxattr`, so it needs no

@@ -13,6 +13,14 @@
 //   upper/ work/        git: the session's own layers of an overlay whose
 //                       lower layer is the commit's shared base (below),
 //                       mounted at the project's path for each call
+//   work/c-<nonce>/     the work directory of one call's mount (overlayfs
+//                       empties and remakes the one it is given at each
+//                       mount): the next call removes the ones before it
+//                       while its program starts (clear_spent_work), off
+//                       the mount's path. A task's is work/t-<nonce>/, left
+//                       to the session's removal: later calls mount beside
+//                       a running task, and would otherwise remake the
+//                       directory its mount is using.
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
@@ -30,6 +38,7 @@
 //                       they hold, a call reads neither the view nor git
 //   carry/<n>/upper,work git: the layers of the n-th carried directory
 //                       (.carry), over the real one, at its path inside
+//                       (work/ holds a directory for each mount, as above)
 //   upper/ work/        overlay: the layers over the project
 //   lower/              overlay, root callers where the project cannot be
 //                       idmapped: a copy of the project
@@ -174,6 +183,7 @@ struct Session {
   [[nodiscard]] std::string objects() const { return dir + "/git/common/objects"; }
   [[nodiscard]] std::string upper() const { return dir + "/upper"; }
   [[nodiscard]] std::string work() const { return dir + "/work"; }
+  friend bool operator==(const Session&, const Session&) = default;
 };
 
 // $XDG_DATA_HOME/chock, else $HOME/.local/share/chock.
@@ -245,6 +255,9 @@ struct OpenOptions {
   std::int64_t last_run = 0;
   Progress progress;                       // empty: no reports
   std::uint32_t progress_after_ms = 1000;  // a step reports once it has run this long (0: from its start)
+  // `project` is what project_root() returned: a session that exists (and
+  // denies nothing new) only checks it belongs there, without looking again.
+  bool project_is_root = false;
 };
 
 struct Opened {
@@ -274,11 +287,25 @@ Expected<SessionLock> hold_mounts(const Session& session);
 // Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);
 
+// Who will mount what add_to_config asks for: a call, one at a time under
+// the mounts lock, or a task, beside the calls after it.
+enum class Mounter { call, task };
+
 // Adds the workspace to a sandbox config: the tree (or the overlay) at the
 // project's own path, the git dirs under /run/chock/git, cwd, identity env.
 // `host_cwd` is the caller's directory; inside, the call starts at the same
-// path when it is in the project, else at the project's root.
-Expected<void> add_to_config(const Session& session, const std::string& host_cwd, Config& config);
+// path when it is in the project, else at the project's root. Each overlay
+// gets a work directory of its own, made here (work/c-<nonce>, a task's
+// work/t-<nonce>).
+Expected<void> add_to_config(const Session& session, const std::string& host_cwd, Config& config,
+                             Mounter mounter = Mounter::call);
+
+// Removes the work directories earlier calls' mounts left below the work
+// roots `config` (from add_to_config) mounts with: theirs are gone, since
+// the caller holds the mounts lock. Never a task's (which may still be
+// mounted) nor `config`'s own. What cannot be removed now is tried again by
+// the next call.
+void clear_spent_work(const Config& config);
 
 // --- apply (git) --------------------------------------------------------------
 

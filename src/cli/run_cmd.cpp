@@ -269,6 +269,7 @@ int run_call(const RunOptions& o, JsonCapture* json) {
 
   workspace::OpenOptions open;
   open.project = *root;
+  open.project_is_root = true;
   open.session = o.session;
   open.allow_dirty = o.allow_dirty;
   open.last_run = static_cast<std::int64_t>(std::time(nullptr));
@@ -367,7 +368,9 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
-  if (auto r = workspace::add_to_config(s, start, config); !r) return refuse(r.error(), o.result_file);
+  const auto mounter = o.background ? workspace::Mounter::task : workspace::Mounter::call;
+  if (auto r = workspace::add_to_config(s, start, config, mounter); !r)
+    return refuse(r.error(), o.result_file);
   auto cache = workspace::add_call_dirs(s, config);
   if (!cache) return refuse(cache.error(), o.result_file);
   config.directory_cap = DirectoryCap{*cache, limits.cache_bytes,
@@ -453,6 +456,8 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   child->hand_teardown_to(mounts->fd());  // the next call waits for its teardown, this one need not
   terminal->start();
+  // While the program starts, and this process would only wait.
+  workspace::clear_spent_work(config);
   Result r = child->wait(cancel.fd());
   terminal->finish();  // the program's last output before chock's own line
   if (config.judge) {

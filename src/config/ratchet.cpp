@@ -12,12 +12,16 @@
 namespace chock::config {
 
 Machine this_machine() {
-  Machine m;
-  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  m.cpus = cpus > 0 ? static_cast<std::uint64_t>(cpus) : 1;
-  struct sysinfo info {};
-  if (::sysinfo(&info) == 0) m.ram_bytes = static_cast<std::uint64_t>(info.totalram) * info.mem_unit;
-  return m;
+  // Asked once a process: a call works out its limits more than once.
+  static const Machine machine = [] {
+    Machine m;
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    m.cpus = cpus > 0 ? static_cast<std::uint64_t>(cpus) : 1;
+    struct sysinfo info {};
+    if (::sysinfo(&info) == 0) m.ram_bytes = static_cast<std::uint64_t>(info.totalram) * info.mem_unit;
+    return m;
+  }();
+  return machine;
 }
 
 namespace {

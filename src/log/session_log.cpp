@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -53,12 +54,19 @@ class FileLock {
 std::string now_rfc3339() {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  tm utc{};
-  ::gmtime_r(&now.tv_sec, &utc);
-  // Not strftime: glibc's reads /etc/localtime (tzset) for a time in UTC.
+  // Not gmtime_r nor strftime: glibc's first reads /etc/localtime (tzset)
+  // for a time in UTC. The calendar is arithmetic.
+  using namespace std::chrono;
+  const sys_seconds at{seconds{now.tv_sec}};
+  const sys_days day = floor<days>(at);
+  const year_month_day date{day};
+  const hh_mm_ss time{at - day};
   std::array<char, 64> out{};
-  std::snprintf(out.data(), out.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, now.tv_nsec / 1000000);
+  std::snprintf(out.data(), out.size(), "%04d-%02u-%02uT%02ld:%02ld:%02ld.%03ldZ",
+                static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                static_cast<unsigned>(date.day()), static_cast<long>(time.hours().count()),
+                static_cast<long>(time.minutes().count()), static_cast<long>(time.seconds().count()),
+                now.tv_nsec / 1000000);
   return out.data();
 }
 
@@ -92,8 +100,10 @@ struct Head {
   std::string last = kNoPrevious;
 };
 
+// {"last":"<hex>","lines":N}: the keys in the order nlohmann::json dumps
+// them, written by hand since this is written once a line.
 std::string head_text(const Head& head) {
-  return nlohmann::json{{"lines", head.lines}, {"last", head.last}}.dump() + "\n";
+  return "{\"last\":\"" + head.last + "\",\"lines\":" + std::to_string(head.lines) + "}\n";
 }
 
 bool is_sha256_hex(const std::string& text) {
@@ -371,14 +381,19 @@ Expected<void> SessionLog::append_line(const Entry& entry, const std::string& pr
   known_size_ = UINT64_MAX;  // known again only once the line and the head are written
   std::string head_name = session_ + ".head";
   std::string head_path = head_path_for(path_);
-  nlohmann::ordered_json line{
-      {"ts", entry.ts}, {"event", entry.event}, {"session", session_}, {"prev", prev}};
-  if (torn_line != 0) line["torn_line"] = torn_line;
-  if (entry.fields.is_object()) {
-    for (const auto& [key, value] : entry.fields.items()) line[key] = value;
-  }
-  // Replace rather than throw on bytes that are not UTF-8 (a program's output).
-  std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  // The log's own fields first, then the event's in their (sorted) order:
+  // one object, joined as text rather than copied into another. Replace
+  // rather than throw on bytes that are not UTF-8 (a program's output).
+  auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  std::string text = "{\"ts\":" + dump(entry.ts) + ",\"event\":" + dump(entry.event) +
+                     ",\"session\":" + dump(session_) + ",\"prev\":" + dump(prev);
+  if (torn_line != 0) text += ",\"torn_line\":" + std::to_string(torn_line);
+  if (entry.fields.is_object() && !entry.fields.empty())
+    text.append(",").append(dump(entry.fields), 1, std::string::npos);  // past its own '{'
+  else
+    text += "}";
   const std::string bytes = (torn_line != 0 ? "\n" : "") + text + "\n";
   if (auto w = write_all(file_.get(), bytes, path_); !w) {
     // A line cut by a full disk is taken back (shrinking needs no room), so

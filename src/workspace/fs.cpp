@@ -21,6 +21,9 @@ namespace chock::workspace::fs {
 
 namespace {
 
+// How many nested unreadable directories remove_tree opens up, one a pass.
+constexpr int kMaxOpenUpPasses = 16;
+
 // read and write, where copy_file_range cannot go: between two file systems
 // of different kinds (EXDEV), or one that does not do it (EOPNOTSUPP, EINVAL).
 Expected<void> copy_by_hand(int in, int out, off_t left, const std::string& to) {
@@ -167,14 +170,23 @@ Expected<void> remove_tree(const std::string& path) {
   if (path.empty() || path == "/") return Error{"remove: refusing", path, EINVAL};
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Expected<void>{} : sys_error("stat", path);
-  // Overlayfs leaves work/work at mode 0; a sandboxed call may leave read-only directories.
-  ::nftw(
-      path.c_str(),
-      [](const char* p, const struct stat* s, int type, FTW*) {
-        if (type == FTW_D || type == FTW_DNR) ::chmod(p, (s->st_mode & 07777) | 0700);
-        return 0;
-      },
-      64, FTW_PHYS);
+  // Overlayfs leaves work/work at mode 0; a sandboxed call may leave
+  // directories at any mode, nested. One unreadable until this pass opened
+  // it up is walked by the next.
+  static thread_local bool unreadable;
+  for (int pass = 0; pass < kMaxOpenUpPasses; ++pass) {
+    unreadable = false;
+    ::nftw(
+        path.c_str(),
+        [](const char* p, const struct stat* s, int type, FTW*) {
+          if (type == FTW_DNR) unreadable = true;
+          if ((type == FTW_D || type == FTW_DNR) && (s->st_mode & 0700) != 0700)
+            ::chmod(p, (s->st_mode & 07777) | 0700);
+          return 0;
+        },
+        64, FTW_PHYS);
+    if (!unreadable) break;
+  }
   static thread_local int first_errno;
   static thread_local std::string failed;
   first_errno = 0;

@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <utility>
 
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
-#include "workspace/session_record.hpp"
 #include "workspace/store.hpp"
 
 namespace chock::workspace {
@@ -26,19 +26,42 @@ uid_t run_uid(const OpenOptions& o) {
   return o.run_uid.value_or(kDefaultRunUid);
 }
 
-Expected<Opened> open_existing(const OpenOptions& o, const build::Project& project) {
+// An idle session is locked first and its record read once; a busy one (or
+// one whose directory is not there) is read first, so that what is wrong is
+// said before any wait.
+Expected<std::pair<Session, SessionLock>> load_locked(const OpenOptions& o, const build::Project& project) {
+  auto belongs = [&](const Session& s) -> Expected<void> {
+    if (s.project == project.root) return {};
+    return Error{"session " + o.session + " belongs to " + s.project + ", not to " + project.root, "", 0,
+                 Errc::bad_config};
+  };
+  if (auto root = store::workspaces_dir(); root) {
+    Session idle;
+    idle.id = o.session;
+    idle.dir = *root + "/" + o.session;
+    if (auto held = lock(idle, false); held) {
+      auto s = load(o.session);
+      if (!s) return std::move(s).error();
+      if (auto b = belongs(*s); !b) return std::move(b).error();
+      return std::pair{std::move(*s), std::move(*held)};
+    }
+  }
   auto s = load(o.session);
   if (!s) return std::move(s).error();
-  if (s->project != project.root)
-    return Error{"session " + o.session + " belongs to " + s->project + ", not to " + project.root, "", 0,
-                 Errc::bad_config};
+  if (auto b = belongs(*s); !b) return std::move(b).error();
   auto held = lock(*s, true);
   if (!held) return std::move(held).error();
   auto fresh = load(o.session);  // it may have changed while we waited
   if (!fresh) return std::move(fresh).error();
+  return std::pair{std::move(*fresh), std::move(*held)};
+}
+
+Expected<Opened> open_existing(const OpenOptions& o, const build::Project& project) {
+  auto locked = load_locked(o, project);
+  if (!locked) return std::move(locked).error();
   // Compared in memory at the end: most calls change nothing in the record.
-  const std::string loaded = session_record(*fresh).dump(2) + "\n";
-  Opened out{std::move(*fresh), std::move(*held), false, {}};
+  const Session loaded = locked->first;
+  Opened out{std::move(locked->first), std::move(locked->second), false, {}};
   if (o.allow_dirty && out.session.kind == Kind::git)
     out.notes.emplace_back("--allow-dirty only applies when a session is made; session " + o.session +
                            " keeps its own tree");
@@ -58,7 +81,7 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
         "the newly denied files are covered in the tree; git inside still lists them as changed");
   // Never the run an adopt took in: a call in the second of the adopt is new work.
   if (o.last_run != 0) out.session.last_run = std::max(o.last_run, out.session.adopted_run + 1);
-  if (session_record(out.session).dump(2) + "\n" != loaded)
+  if (!(out.session == loaded))
     if (auto r = save(out.session); !r) return std::move(r).error();
   return out;
 }
@@ -111,7 +134,12 @@ Expected<Opened> open(const OpenOptions& o) {
   // An existing session needs the project's HEAD only to check newly denied
   // files against the history: no git process on every call otherwise.
   const std::string dir = o.project.empty() ? current_dir() : o.project;
-  auto project = o.session.empty() || !o.deny.empty() ? build::find_project(dir) : build::locate_project(dir);
+  const bool existing = !o.session.empty() && o.deny.empty();
+  build::Project located;
+  located.root = dir;
+  auto project = !existing                                 ? build::find_project(dir)
+                 : o.project_is_root && !o.project.empty() ? Expected<build::Project>(std::move(located))
+                                                           : build::locate_project(dir);
   if (!project) return std::move(project).error();
   if (auto r = build::check_deny_targets(*project, o.deny); !r) return std::move(r).error();
   return o.session.empty() ? open_new(o, *project) : open_existing(o, *project);

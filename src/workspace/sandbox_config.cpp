@@ -20,7 +20,8 @@ bool is_within(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Config& config) {
+Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Config& config, Mounter mounter) {
+  const std::size_t first_overlay = config.overlays.size();
   if (s.kind == Kind::git) {
     std::string root = kSandboxGitRoot;
     // The tree at the project's own path; its .git file names the admin dir below.
@@ -86,6 +87,12 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     config.env->push_back("CHOCK_PROJECT=" + s.project);
   }
   if (::geteuid() == 0 && !config.user) config.user = s.owner;
+  // Each mount works in a directory of its own (work_dirs.cpp).
+  for (std::size_t i = first_overlay; i < config.overlays.size(); ++i) {
+    auto own = build::own_work_dir(config.overlays[i].work, mounter);
+    if (!own) return std::move(own).error();
+    config.overlays[i].work = std::move(*own);
+  }
   return {};
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -239,6 +240,36 @@ TEST(RemoveTree, NeitherUnlinksNorChmodsThroughALink) {
   EXPECT_EQ(mode_of(t.outside) & 07777, 0500U);
   ::chmod(t.outside.c_str(), 0755);
   EXPECT_EQ(t.outside_bytes(), "outside\n");
+}
+
+// What a call may leave in its layer (`mkdir -p a/b/c; chmod 0 a/b/c a/b a`):
+// directories nested at mode 0, a file below them. Their owner (not root,
+// which reads them anyway) removes them, as a session's removal does.
+TEST(RemoveTree, TakesApartDirectoriesNestedAtModeZeroAsTheirOwner) {
+  test::TempDir dir{"chock-fs"};
+  const std::string top = dir / "upper";
+  ASSERT_EQ(::mkdir(top.c_str(), 0700), 0);
+  std::string deepest = top;
+  for (const char* name : {"a", "b", "c"}) {
+    deepest += std::string("/") + name;
+    ASSERT_EQ(::mkdir(deepest.c_str(), 0700), 0);
+  }
+  test::write_file(deepest + "/left", "bytes\n", 0);
+  const bool root = test::running_as_root();
+  if (root) {
+    ASSERT_TRUE(chown_tree(dir.path(), 65534, 65534));
+  }
+  for (std::string d = deepest; d != top; d = d.substr(0, d.rfind('/'))) ASSERT_EQ(::chmod(d.c_str(), 0), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (root && (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)) ::_exit(2);
+    ::_exit(remove_tree(top) ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_FALSE(test::exists(top));
 }
 
 TEST(ChownTree, ChangesTheLinkNotItsTarget) {
