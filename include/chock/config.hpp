@@ -125,6 +125,12 @@ struct DirectoryCap {
   std::string path;  // the host directory
   std::uint64_t cap_bytes = 0;
   std::string name;  // how the stop names it: "the toolchain cache (/run/chock/cache)"
+  // A file of Chock's own, outside `path` (a call may write anything in
+  // that), keeping the last count with its file system's use then: a call
+  // starts from it, not from a walk of the whole directory, while the most
+  // the directory can have grown since keeps it under the cap
+  // (sandbox/directory_cap.hpp). Empty: counted at every start.
+  std::string record = {};
 };
 
 // Who owns the cgroup the call runs in.

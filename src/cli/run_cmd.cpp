@@ -373,9 +373,11 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
     return refuse(r.error(), o.result_file);
   auto cache = workspace::add_call_dirs(s, config);
   if (!cache) return refuse(cache.error(), o.result_file);
+  // Its last count is kept beside it, where no call writes: a call starts from that, not from a walk.
   config.directory_cap = DirectoryCap{*cache, limits.cache_bytes,
                                       "the project's toolchain cache (/run/chock/cache; .limits.cache sets "
-                                      "its cap, `chock cache clear` empties it)"};
+                                      "its cap, `chock cache clear` empties it)",
+                                      *cache + ".count"};
   // Devices the project names and the policy allows, found anew for each call.
   const DeviceGrants devices = grant_devices(layers, ::geteuid() == 0);
   config.devices = devices.nodes;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 
 #include "chock/net.hpp"
@@ -158,6 +159,32 @@ struct Child::State {
     return true;
   }
 
+  void count_directory(std::uint64_t used) {
+    dir_known = sandbox::directory_bytes(dir_cap->path);
+    dir_fs_used_at = used;
+    if (!dir_cap->record.empty())
+      sandbox::keep_directory_count(dir_cap->record,
+                                    {dir_known, used, static_cast<std::int64_t>(std::time(nullptr))});
+  }
+
+  // Where a call starts: the count kept by an earlier one, grown by what the
+  // file system has gained since, while that stays under the cap; else a
+  // count of its own (a walk of the whole directory), kept for the next.
+  void count_directory_at_start(std::uint64_t used) {
+    const std::int64_t now = std::time(nullptr);
+    if (auto last = sandbox::read_directory_count(dir_cap->record);
+        last && now >= last->at && now - last->at < sandbox::kDirectoryCountMaxAgeSeconds &&
+        used >= last->fs_used) {
+      const std::uint64_t bound = last->bytes + (used - last->fs_used);
+      if (bound >= last->bytes && bound <= dir_cap->cap_bytes) {
+        dir_known = bound;
+        dir_fs_used_at = used;
+        return;
+      }
+    }
+    count_directory(used);
+  }
+
   // The directory can have grown by no more than its file system's use has
   // since it was last counted: it is counted again only when that bound
   // passes the cap (and at most every 100 ms), and the call is stopped when
@@ -169,8 +196,7 @@ struct Child::State {
     if (now < dir_next || !fs_used(dir_cap->path, &used)) return;
     const std::uint64_t grown = used > dir_fs_used_at ? used - dir_fs_used_at : 0;
     if (dir_known + grown <= dir_cap->cap_bytes) return;
-    dir_known = sandbox::directory_bytes(dir_cap->path);
-    dir_fs_used_at = used;
+    count_directory(used);
     dir_next = now + std::chrono::milliseconds(100);
     if (dir_known <= dir_cap->cap_bytes) return;
     dir_stop = dir_cap->name + " held " + format_size(dir_known / (1 << 20) * (1 << 20)) +
@@ -597,9 +623,10 @@ Expected<Child> spawn(const Config& config, Begun begun) {
   }
   if (config.directory_cap) {
     state->dir_cap = config.directory_cap;
-    if (!Child::State::fs_used(state->dir_cap->path, &state->dir_fs_used_at))
+    std::uint64_t used = 0;
+    if (!Child::State::fs_used(state->dir_cap->path, &used))
       return sys_error("statvfs, for the cap of " + state->dir_cap->name, state->dir_cap->path);
-    state->dir_known = sandbox::directory_bytes(state->dir_cap->path);
+    state->count_directory_at_start(used);
   }
   state->start = std::chrono::steady_clock::now();
 
