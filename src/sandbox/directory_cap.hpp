@@ -22,8 +22,7 @@ struct DirectoryCount {
 // removal elsewhere could hide the directory's growth), a count is taken again.
 inline constexpr std::int64_t kDirectoryCountMaxAgeSeconds = 300;
 [[nodiscard]] std::optional<DirectoryCount> read_directory_count(const std::string& record);
-// Best effort (a temporary file renamed over the record): a count not kept
-// is only taken again.
+// Best effort: a count not kept (or torn by two calls at once) is only taken again.
 void keep_directory_count(const std::string& record, const DirectoryCount& count);
 
 }  // namespace chock::sandbox

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <ctime>
 #include <set>
 #include <sstream>
 
+#include "sandbox/directory_cap.hpp"
 #include "support.hpp"
 
 namespace chock::test::ws {
@@ -131,32 +131,39 @@ TEST(CallDirs, ACallStartsFromTheCachesLastCountNotFromAWalkOfIt) {
   ASSERT_EQ(first.status, 0) << describe(first);
   const std::string record = count_record(f);
   ASSERT_FALSE(record.empty()) << "no count was kept beside " << f.cache();
-  std::uint64_t bytes = 0, used = 0;
-  long long at = 0;
-  ASSERT_EQ(std::sscanf(read_file(record).c_str(), "%lu %lu %lld", &bytes, &used, &at), 3)
-      << read_file(record);
-  EXPECT_GT(bytes, 0U);  // counted when the call started, before it wrote
+  auto kept = sandbox::read_directory_count(record);
+  ASSERT_TRUE(kept) << read_file(record);
+  EXPECT_GT(kept->bytes, 0U);  // counted when the call started, before it wrote
   const std::string cache = record.substr(0, record.size() - 6);
   // A count of 1 byte, recent, taken when its file system held a little less
-  // than now: the next call trusts it (a walk would write the true count).
-  const long long now = static_cast<long long>(std::time(nullptr));
-  const std::string trusted =
-      "1 " + std::to_string(fs_used(cache) - (64ULL << 20)) + " " + std::to_string(now) + "\n";
-  write_file(record, trusted);
+  // than now: the next call trusts it (a walk would keep the true count).
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  const sandbox::DirectoryCount trusted{1, fs_used(cache) - (64ULL << 20), now};
+  sandbox::keep_directory_count(record, trusted);
   ASSERT_EQ(f.run({}, "true").status, 0);
-  EXPECT_EQ(read_file(record), trusted) << "the cache was walked again";
+  auto after = sandbox::read_directory_count(record);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->bytes, 1U) << "the cache was walked again";
   // Counted again: a count too old, one taken when the file system held more
-  // than now (a removal elsewhere could hide the cache's growth), one that is not ours.
-  for (const std::string& stale :
-       {"1 " + std::to_string(fs_used(cache) - (64ULL << 20)) + " " + std::to_string(now - 301) + "\n",
-        "1 " + std::to_string(fs_used(cache) + (1ULL << 40)) + " " + std::to_string(now) + "\n",
-        std::string("1 2 3 and more\n")}) {
-    write_file(record, stale);
+  // than now (a removal elsewhere could hide the cache's growth), a record
+  // that does not check out (two calls' lines over each other).
+  const sandbox::DirectoryCount old{1, fs_used(cache) - (64ULL << 20), now - 301};
+  const sandbox::DirectoryCount fuller{1, fs_used(cache) + (1ULL << 40), now};
+  for (const auto& stale : {old, fuller}) {
+    sandbox::keep_directory_count(record, stale);
     ASSERT_EQ(f.run({}, "true").status, 0);
-    ASSERT_EQ(std::sscanf(read_file(record).c_str(), "%lu %lu %lld", &bytes, &used, &at), 3)
-        << read_file(record);
-    EXPECT_GE(bytes, 65536U) << "not counted again after " << stale;
+    auto recounted = sandbox::read_directory_count(record);
+    ASSERT_TRUE(recounted);
+    EXPECT_GE(recounted->bytes, 65536U) << "not counted again after a count of " << stale.at;
   }
+  sandbox::keep_directory_count(record, trusted);
+  std::string torn = read_file(record);
+  torn[3] = torn[3] == '9' ? '8' : '9';
+  write_file(record, torn, 0600);
+  ASSERT_EQ(f.run({}, "true").status, 0);
+  auto recounted = sandbox::read_directory_count(record);
+  ASSERT_TRUE(recounted);
+  EXPECT_GE(recounted->bytes, 65536U) << "a torn record was trusted";
 }
 
 TEST(CallDirs, TheScratchpadIsTheSessionsAlone) {
