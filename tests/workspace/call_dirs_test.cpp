@@ -115,6 +115,10 @@ std::string count_record(const Fixture& f) {
   return "";
 }
 
+std::uint64_t below(std::uint64_t used) {
+  return used > (1ULL << 30) ? used - (1ULL << 30) : 0;
+}
+
 std::uint64_t fs_used(const std::string& path) {
   struct statvfs v {};
   if (::statvfs(path.c_str(), &v) != 0) return 0;
@@ -135,10 +139,12 @@ TEST(CallDirs, ACallStartsFromTheCachesLastCountNotFromAWalkOfIt) {
   ASSERT_TRUE(kept) << read_file(record);
   EXPECT_GT(kept->bytes, 0U);  // counted when the call started, before it wrote
   const std::string cache = record.substr(0, record.size() - 6);
-  // A count of 1 byte, recent, taken when its file system held a little less
-  // than now: the next call trusts it (a walk would keep the true count).
+  // A count of 1 byte, recent, taken when its file system held less than now
+  // (by 1 GiB: the tests beside this one remove 64 MiB files, and the bound
+  // stays under the cap of 2 GiB): the next call trusts it (a walk would keep
+  // the true count).
   const auto now = static_cast<std::int64_t>(std::time(nullptr));
-  const sandbox::DirectoryCount trusted{1, fs_used(cache) - (64ULL << 20), now};
+  const sandbox::DirectoryCount trusted{1, below(fs_used(cache)), now};
   sandbox::keep_directory_count(record, trusted);
   ASSERT_EQ(f.run({}, "true").status, 0);
   auto after = sandbox::read_directory_count(record);
@@ -147,7 +153,7 @@ TEST(CallDirs, ACallStartsFromTheCachesLastCountNotFromAWalkOfIt) {
   // Counted again: a count too old, one taken when the file system held more
   // than now (a removal elsewhere could hide the cache's growth), a record
   // that does not check out (two calls' lines over each other).
-  const sandbox::DirectoryCount old{1, fs_used(cache) - (64ULL << 20), now - 301};
+  const sandbox::DirectoryCount old{1, below(fs_used(cache)), now - 301};
   const sandbox::DirectoryCount fuller{1, fs_used(cache) + (1ULL << 40), now};
   for (const auto& stale : {old, fuller}) {
     sandbox::keep_directory_count(record, stale);
