@@ -13,14 +13,11 @@
 //   upper/ work/        git: the session's own layers of an overlay whose
 //                       lower layer is the commit's shared base (below),
 //                       mounted at the project's path for each call
-//   work/c-<nonce>/     the work directory of one call's mount (overlayfs
-//                       empties and remakes the one it is given at each
-//                       mount): the next call removes the ones before it
-//                       while its program starts (clear_spent_work), off
-//                       the mount's path. A task's is work/t-<nonce>/, left
-//                       to the session's removal: later calls mount beside
-//                       a running task, and would otherwise remake the
-//                       directory its mount is using.
+//   work/t-<nonce>/     a task's mount's work directory: overlayfs empties
+//                       and remakes the one it is given at each mount, and
+//                       later calls mount beside a running task (calls, one
+//                       at a time, work in work/ itself); left to the
+//                       session's removal
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
@@ -38,7 +35,7 @@
 //                       they hold, a call reads neither the view nor git
 //   carry/<n>/upper,work git: the layers of the n-th carried directory
 //                       (.carry), over the real one, at its path inside
-//                       (work/ holds a directory for each mount, as above)
+//                       (a task's mount works in work/t-<nonce>/, as above)
 //   upper/ work/        overlay: the layers over the project
 //   lower/              overlay, root callers where the project cannot be
 //                       idmapped: a copy of the project
@@ -294,18 +291,10 @@ enum class Mounter { call, task };
 // Adds the workspace to a sandbox config: the tree (or the overlay) at the
 // project's own path, the git dirs under /run/chock/git, cwd, identity env.
 // `host_cwd` is the caller's directory; inside, the call starts at the same
-// path when it is in the project, else at the project's root. Each overlay
-// gets a work directory of its own, made here (work/c-<nonce>, a task's
-// work/t-<nonce>).
+// path when it is in the project, else at the project's root. A task's
+// overlays get work directories of their own, made here (work/t-<nonce>).
 Expected<void> add_to_config(const Session& session, const std::string& host_cwd, Config& config,
                              Mounter mounter = Mounter::call);
-
-// Removes the work directories earlier calls' mounts left below the work
-// roots `config` (from add_to_config) mounts with: theirs are gone, since
-// the caller holds the mounts lock. Never a task's (which may still be
-// mounted) nor `config`'s own. What cannot be removed now is tried again by
-// the next call.
-void clear_spent_work(const Config& config);
 
 // --- apply (git) --------------------------------------------------------------
 

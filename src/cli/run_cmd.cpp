@@ -458,8 +458,6 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   child->hand_teardown_to(mounts->fd());  // the next call waits for its teardown, this one need not
   terminal->start();
-  // While the program starts, and this process would only wait.
-  workspace::clear_spent_work(config);
   Result r = child->wait(cancel.fd());
   terminal->finish();  // the program's last output before chock's own line
   if (config.judge) {

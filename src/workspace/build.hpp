@@ -65,9 +65,9 @@ Expected<void> add_carried(Session& session, const std::vector<std::string>& pat
 // The upper layer of the session's i-th carried directory.
 std::string carry_upper(const Session& session, std::size_t index);
 std::string carry_work(const Session& session, std::size_t index);
-// A new directory below the work root `root` for one mount's overlay work
-// (work_dirs.cpp): c-<nonce> for a call, t-<nonce> for a task.
-Expected<std::string> own_work_dir(const std::string& root, Mounter mounter);
+// A new directory below the work root `root` for one task's overlay work
+// (work_dirs.cpp): t-<nonce>.
+Expected<std::string> own_work_dir(const std::string& root);
 
 // The git view of a session (git_view.cpp): what its git sees of the real
 // repository. Made when the session is, and again before every call.

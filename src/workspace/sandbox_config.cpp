@@ -87,9 +87,10 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     config.env->push_back("CHOCK_PROJECT=" + s.project);
   }
   if (::geteuid() == 0 && !config.user) config.user = s.owner;
-  // Each mount works in a directory of its own (work_dirs.cpp).
-  for (std::size_t i = first_overlay; i < config.overlays.size(); ++i) {
-    auto own = build::own_work_dir(config.overlays[i].work, mounter);
+  // A task's mounts work in directories of their own (work_dirs.cpp); a
+  // call's, one at a time, in the work roots themselves.
+  for (std::size_t i = first_overlay; mounter == Mounter::task && i < config.overlays.size(); ++i) {
+    auto own = build::own_work_dir(config.overlays[i].work);
     if (!own) return std::move(own).error();
     config.overlays[i].work = std::move(*own);
   }

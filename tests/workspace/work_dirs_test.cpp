@@ -1,6 +1,5 @@
-// Each mount of a session's overlay works in a directory of its own
-// (work_dirs.cpp): the next call removes the spent ones, and a call beside a
-// running task never remakes the task's.
+// A task's mount of its session's overlay works in a directory of its own
+// (work_dirs.cpp): a call beside a running task never remakes the task's.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,39 +35,37 @@ std::string workdir_of(const std::string& mountinfo_line) {
   return mountinfo_line.substr(at, mountinfo_line.find_first_of(", \n", at) - at);
 }
 
-void each_call_has_its_own_work_directory(Fixture& f) {
+void calls_share_the_root_and_a_task_has_its_own(Fixture& f) {
   const std::string id = kept_session(f);
   ASSERT_FALSE(id.empty());
   const std::string root = f.sessions() + "/" + id + "/work";
-  // What a mount given the whole work root left (an older Chock's calls): mode 0, as overlayfs leaves it.
-  ASSERT_EQ(::mkdir((root + "/work").c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir((root + "/work/incompat").c_str(), 0), 0);
-  ASSERT_EQ(::chmod((root + "/work").c_str(), 0), 0);
   const std::string show = "grep ' " + f.project() + " ' /proc/self/mountinfo";
-  std::string last;
-  for (int call = 0; call < 3; ++call) {
-    auto o = f.run({"--session", id}, show);
-    ASSERT_EQ(o.status, 0) << describe(o);
-    EXPECT_NE(o.out.find(" - overlay "), std::string::npos) << o.out;
-    const std::string work = workdir_of(o.out);
-    ASSERT_EQ(work.rfind(root + "/c-", 0), 0U) << o.out;
-    EXPECT_NE(work, last) << "two calls shared a work directory";
-    // The spent ones went while this call ran; its own stays for the next to remove.
-    EXPECT_EQ(entries(root), std::vector<std::string>{work.substr(root.size() + 1)});
-    last = work;
-  }
+  auto call = f.run({"--session", id}, show);
+  ASSERT_EQ(call.status, 0) << describe(call);
+  EXPECT_NE(call.out.find(" - overlay "), std::string::npos) << call.out;
+  EXPECT_EQ(workdir_of(call.out), root) << call.out;
+  auto started = f.run({"--session", id, "--background"}, show);
+  ASSERT_EQ(started.status, 0) << describe(started);
+  std::string task = started.out;
+  while (!task.empty() && task.back() == '\n') task.pop_back();
+  auto waited = f.chock({"tasks", "wait", task, "--timeout", "60"});
+  ASSERT_EQ(waited.status, 0) << describe(waited);
+  const std::string own = workdir_of(waited.out);
+  ASSERT_EQ(own.rfind(root + "/t-", 0), 0U) << waited.out;
+  const std::vector<std::string> listed = entries(root);
+  EXPECT_NE(std::find(listed.begin(), listed.end(), own.substr(root.size() + 1)), listed.end());
 }
 
-TEST(WorkDirs, AGitSessionsCallMountsInAWorkDirectoryOfItsOwnAndTheNextClearsIt) {
+TEST(WorkDirs, AGitSessionsCallsShareTheWorkRootAndATaskHasADirectoryOfItsOwn) {
   Fixture f;
   f.init_git();
-  each_call_has_its_own_work_directory(f);
+  calls_share_the_root_and_a_task_has_its_own(f);
 }
 
-TEST(WorkDirs, AnOverlaySessionsCallsToo) {
+TEST(WorkDirs, AnOverlaySessionsToo) {
   Fixture f;
   f.init_plain();
-  each_call_has_its_own_work_directory(f);
+  calls_share_the_root_and_a_task_has_its_own(f);
 }
 
 // A later call's mount used to remake the work directory a running task's
