@@ -3,6 +3,11 @@
 // what scripts/fuzz-session feeds arbitrary bytes.
 #include "workspace/session_record.hpp"
 
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
 namespace chock::workspace {
 
 const char* kind_name(Kind kind) {
@@ -100,10 +105,29 @@ nlohmann::json json_of(const std::optional<OwnerShift>& shift) {
                         {"gid_to", shift->gid_to}};
 }
 
+// A whole number of type T, or a parse error: nlohmann's get<T> of 2e79, or
+// of -1 into a uid, converts out of range (undefined behaviour, found by
+// session_fuzz).
+template <typename T>
+T whole(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (v.is_number_unsigned()) {
+    const auto n = v.get<std::uint64_t>();
+    if (n <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(n);
+  } else if (v.is_number_integer()) {
+    const auto n = v.get<std::int64_t>();
+    if constexpr (std::is_signed_v<T>)
+      if (n >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+          n <= static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        return static_cast<T>(n);
+  }
+  throw nlohmann::json::type_error::create(302, std::string(key) + " is not a whole number in range", &v);
+}
+
 std::optional<OwnerShift> shift_of(const nlohmann::json& j) {
   if (j.is_null()) return std::nullopt;
-  return OwnerShift{j.at("uid_from").get<uid_t>(), j.at("gid_from").get<gid_t>(), j.at("uid_to").get<uid_t>(),
-                    j.at("gid_to").get<gid_t>()};
+  return OwnerShift{whole<uid_t>(j, "uid_from"), whole<gid_t>(j, "gid_from"), whole<uid_t>(j, "uid_to"),
+                    whole<gid_t>(j, "gid_to")};
 }
 
 }  // namespace
@@ -146,15 +170,15 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
     if (!s.project.starts_with('/'))
       return Error{"is damaged (a project that is not an absolute path)", "", 0};
     s.dir = dir;
-    s.owner = j.at("owner").get<uid_t>();
+    s.owner = whole<uid_t>(j, "owner");
     s.deny = j.at("deny").get<std::vector<std::string>>();
     // Sessions made before .carry carry nothing.
     if (j.contains("carry")) s.carry = j.at("carry").get<std::vector<std::string>>();
     for (const auto& c : s.carry)
       if (auto v = validate_carry_path(c); !v)
         return Error{"is damaged (" + v.error().message() + ")", "", 0};
-    s.created = j.at("created").get<std::int64_t>();
-    s.last_run = j.at("last_run").get<std::int64_t>();
+    s.created = whole<std::int64_t>(j, "created");
+    s.last_run = whole<std::int64_t>(j, "last_run");
     s.common_dir = j.at("common_dir").get<std::string>();
     s.base = j.at("base").get<std::string>();
     // Sessions made before shared bases have a checkout of their own.
@@ -169,7 +193,7 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
       return Error{"is damaged (more carry shifts than carried)", "", 0};
     // Sessions made before idmapped lower layers have a copy, or need none.
     if (j.contains("lower_shift")) s.lower_shift = shift_of(j.at("lower_shift"));
-    s.adopted_run = j.at("adopted_run").get<std::int64_t>();
+    s.adopted_run = whole<std::int64_t>(j, "adopted_run");
     // Sessions made before the policy table have no answers kept.
     if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();
     return s;
