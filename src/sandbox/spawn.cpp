@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <optional>
 
 #include "chock/net.hpp"
 #include "chock/sandbox.hpp"
@@ -124,18 +125,24 @@ struct Child::State {
     const auto now = std::chrono::steady_clock::now();
     if (now < disk_next) return;
     std::uint64_t used = 0, free_bytes = 0, free_inodes = 0;
-    if (!disk_now(&used, &free_bytes, &free_inodes)) return;
+    if (!disk_now(&used, &free_bytes, &free_inodes)) {
+      disk_next = now + std::chrono::milliseconds(50);
+      return;
+    }
     const std::uint64_t wrote = used > disk_used_at_start ? used - disk_used_at_start : 0;
     const std::uint64_t room = std::min(disk->cap_bytes > wrote ? disk->cap_bytes - wrote : 0,
                                         free_bytes > disk->floor_bytes ? free_bytes - disk->floor_bytes : 0);
     // Files are made at up to 100,000 a second, and this process may wake
     // late on a loaded machine: 2 µs an inode of room (a CI run where other
-    // builds ran lost the race at 10 µs).
+    // builds ran lost the race at 10 µs), down to 250 µs near the floor (a
+    // 2 ms floor here let a shell loop make a few hundred files between two
+    // looks, and CI saw the inodes run out).
     const std::uint64_t inodes_room =
         disk->floor_inodes == 0 ? ~0ULL / 100
                                 : (free_inodes > disk->floor_inodes ? free_inodes - disk->floor_inodes : 0);
-    disk_next = now + std::chrono::microseconds(
-                          std::clamp<std::uint64_t>(std::min(room / 8192, inodes_room * 2), 2000, 50000));
+    disk_next =
+        now + std::chrono::microseconds(std::min(std::clamp<std::uint64_t>(room / 8192, 2000, 50000),
+                                                 std::clamp<std::uint64_t>(inodes_room * 2, 250, 50000)));
     if (wrote > disk->cap_bytes)
       disk_stop = "the call wrote " + format_size(wrote / (1 << 20) * (1 << 20)) + " to the file system of " +
                   disk->path + ", past its disk limit of " + format_size(disk->cap_bytes);
@@ -307,20 +314,22 @@ Result Child::wait(int cancel_fd) {
     pollfd fds[3] = {{s.keeper.get(), POLLIN, 0},
                      {channel_open ? s.channel.get() : -1, POLLIN, 0},
                      {cancel_fd, POLLIN, 0}};
-    int wait_ms = -1;
-    if (has_deadline && !s.killed) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      wait_ms = static_cast<int>(std::max<long long>(0, left.count() + 1));
+    // The next look: to the microsecond (poll's milliseconds, rounded up,
+    // kept the disk guard a millisecond and more behind its interval).
+    using std::chrono::microseconds;
+    std::optional<microseconds> wait;
+    const auto until = [](std::chrono::steady_clock::time_point t) {
+      return std::max(microseconds(0), std::chrono::ceil<microseconds>(t - std::chrono::steady_clock::now()));
+    };
+    if (has_deadline && !s.killed) wait = until(deadline);
+    if (s.disk && !s.killed) wait = std::min(wait.value_or(microseconds::max()), until(s.disk_next));
+    if (s.dir_cap && !s.killed) wait = std::min(wait.value_or(microseconds::max()), microseconds(50000));
+    timespec wait_ts{};
+    if (wait) {
+      wait_ts.tv_sec = static_cast<time_t>(wait->count() / 1000000);
+      wait_ts.tv_nsec = static_cast<long>(wait->count() % 1000000) * 1000;
     }
-    if (s.disk && !s.killed) {
-      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
-          s.disk_next - std::chrono::steady_clock::now());
-      const int disk_ms = static_cast<int>(std::clamp<long long>(until.count() + 1, 1, 50));
-      if (wait_ms < 0 || wait_ms > disk_ms) wait_ms = disk_ms;
-    }
-    if (s.dir_cap && !s.killed && (wait_ms < 0 || wait_ms > 50)) wait_ms = 50;
-    int n = poll(fds, cancel_fd >= 0 ? 3 : 2, wait_ms);
+    int n = ppoll(fds, cancel_fd >= 0 ? 3 : 2, wait ? &wait_ts : nullptr, nullptr);
     if (n < 0 && errno == EINTR) continue;
     s.check_disk();
     s.check_directory_cap();
