@@ -18,6 +18,9 @@
 //                       later calls mount beside a running task (calls, one
 //                       at a time, work in work/ itself); left to the
 //                       session's removal
+//   work/spent.<nonce>/ the work/work the last call's mount left, set aside
+//                       before the next mount and removed once that call
+//                       has started (set_aside_work below)
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
@@ -281,6 +284,15 @@ Expected<SessionLock> lock(const Session& session, bool wait);
 // kMountsWait (then an unheld lock, and a line on stderr).
 inline constexpr std::chrono::seconds kMountsWait{60};
 Expected<SessionLock> hold_mounts(const Session& session);
+// overlayfs removes the `work` directory the last mount left in its work
+// directory before it makes its own, and that removal (a block freed: on a
+// file system mounted with `discard`, a wait for the disk) was on the call's
+// way in. Under the mounts lock, before the call's mount, the session's are
+// set aside (renamed to work/spent.<nonce>); remove_set_aside_work deletes
+// them, and any an earlier call left, once the call has started. Failures
+// leave them to overlayfs, or to the next call.
+void set_aside_work(const Session& session);
+void remove_set_aside_work(const Session& session);
 // Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);
 

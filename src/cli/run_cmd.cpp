@@ -432,6 +432,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   // As late as can be: the last call's teardown goes on meanwhile.
   auto mounts = workspace::hold_mounts(s);
   if (!mounts) return refuse(mounts.error(), o.result_file);
+  if (!o.background) workspace::set_aside_work(s);
   if (o.background) {
     // A task runs beside the session's later calls: it waits for the last
     // call's teardown, and holds nothing for its own.
@@ -458,6 +459,7 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   child->hand_teardown_to(mounts->fd());  // the next call waits for its teardown, this one need not
   terminal->start();
+  workspace::remove_set_aside_work(s);  // while the program starts
   Result r = child->wait(cancel.fd());
   terminal->finish();  // the program's last output before chock's own line
   if (config.judge) {

@@ -3,17 +3,65 @@
 // mounts lock), but later calls mount beside a running task, and one sharing
 // the task's work directory would remake it under the task's mount: the
 // task's next copy-up found it gone. A task's stays until the session goes.
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "chock/workspace.hpp"
 #include "workspace/build.hpp"
+#include "workspace/fs.hpp"
 
 namespace chock::workspace {
+
+namespace {
+
+constexpr std::string_view kSpentPrefix = "spent.";
+
+// The work directories a call's mounts are given: the session's, and each
+// carried directory's.
+std::vector<std::string> work_roots(const Session& s) {
+  std::vector<std::string> roots{s.work()};
+  for (std::size_t i = 0; i < s.carry.size(); ++i) roots.push_back(build::carry_work(s, i));
+  return roots;
+}
+
+}  // namespace
+
+void set_aside_work(const Session& s) {
+  for (const auto& root : work_roots(s)) {
+    std::uint64_t nonce = 0;
+    if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) return;
+    char name[32];
+    std::snprintf(name, sizeof name, "%s%016llx", kSpentPrefix.data(),
+                  static_cast<unsigned long long>(nonce));
+    // In the same directory: no `..` to rewrite, so its mode 0 is no matter.
+    (void)::renameat2(AT_FDCWD, (root + "/work").c_str(), AT_FDCWD, (root + "/" + name).c_str(),
+                      RENAME_NOREPLACE);
+  }
+}
+
+void remove_set_aside_work(const Session& s) {
+  for (const auto& root : work_roots(s)) {
+    DIR* d = ::opendir(root.c_str());
+    if (d == nullptr) continue;
+    std::vector<std::string> spent;
+    while (const dirent* e = ::readdir(d))
+      if (std::string_view(e->d_name).starts_with(kSpentPrefix)) spent.push_back(root + "/" + e->d_name);
+    ::closedir(d);
+    // Empty, as a clean unmount leaves it (its mode 0 is no matter to rmdir).
+    for (const auto& dir : spent)
+      if (::rmdir(dir.c_str()) != 0 && errno == ENOTEMPTY) (void)fs::remove_tree(dir);
+  }
+}
 
 Expected<std::string> build::own_work_dir(const std::string& root) {
   std::uint64_t nonce = 0;
