@@ -10,7 +10,11 @@
 // INTERLEAVE_CPU=1 in the environment, three more figures follow the wall
 // time's: the median, 10th and 90th percentile of the CPU time (user and
 // system) of the command and every process under it, in ms (interleave is
-// their subreaper, so one that its parent left behind is counted too).
+// their subreaper, so one that its parent left behind is counted too). With
+// INTERLEAVE_EXIT=1, three more: the wall time to the command's own exit,
+// which is what its caller waits for (the wall time above runs until every
+// process under it is reaped: a teardown the command left to a process of
+// its own is in that one, not in this).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +60,9 @@ int main(int argc, char** argv) {
   }
   double* times = calloc((size_t)ncmd * (size_t)runs, sizeof *times);
   double* cpu = calloc((size_t)ncmd * (size_t)runs, sizeof *cpu);
+  double* exits = calloc((size_t)ncmd * (size_t)runs, sizeof *exits);
   const int show_cpu = getenv("INTERLEAVE_CPU") != NULL && strcmp(getenv("INTERLEAVE_CPU"), "1") == 0;
+  const int show_exit = getenv("INTERLEAVE_EXIT") != NULL && strcmp(getenv("INTERLEAVE_EXIT"), "1") == 0;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -74,6 +80,7 @@ int main(int argc, char** argv) {
       }
       int status;
       if (waitpid(pid, &status, 0) != pid) return 1;
+      const double exited = now_ms() - start;
       // What the command left behind is reparented here; its time counts once reaped.
       while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
       }
@@ -89,6 +96,7 @@ int main(int argc, char** argv) {
       if (r >= 0) {
         times[c * runs + r] = took;
         cpu[c * runs + r] = cpu_now - cpu_before;
+        exits[c * runs + r] = exited;
       }
       cpu_before = cpu_now;
     }
@@ -102,10 +110,16 @@ int main(int argc, char** argv) {
       qsort(u, (size_t)runs, sizeof *u, compare);
       printf(" %.3f %.3f %.3f", u[runs / 2], u[runs / 10], u[runs * 9 / 10]);
     }
+    if (show_exit) {
+      double* e = exits + c * runs;
+      qsort(e, (size_t)runs, sizeof *e, compare);
+      printf(" %.3f %.3f %.3f", e[runs / 2], e[runs / 10], e[runs * 9 / 10]);
+    }
     for (char** a = cmds[c]; *a != NULL; ++a) printf(" %s", *a);
     printf("\n");
   }
   free(times);
   free(cpu);
+  free(exits);
   return 0;
 }

@@ -7,7 +7,9 @@
 # of FILES files (the cost of a call must not grow with the project), and in
 # FILES files that are not git (an overlay; a root caller's over the project
 # idmapped to the run uid), as root and as uid 61000. Wall time and CPU time
-# (every process of the command).
+# (every process of the command, until all are reaped), and the wall time to
+# chock's own exit: what its caller waits for (the call's teardown, left to a
+# process of its own, is after it; the call's output ends with chock).
 #   bench/session_call.sh [CHOCK_BINARY] [RUNS] [FILES]
 # Prints a Markdown table of medians (10th to 90th percentile) in ms.
 set -eu
@@ -59,7 +61,7 @@ one_caller() {
   # call (src/workspace/refs_stamp.hpp): the bench measures the usual case.
   sleep 2
   # shellcheck disable=SC2016,SC2046
-  "$@" env $(caller_env "$home") INTERLEAVE_CPU=1 sh -c '
+  "$@" env $(caller_env "$home") INTERLEAVE_CPU=1 INTERLEAVE_EXIT=1 sh -c '
       set -eu
       session() { "$1/chock" run --project "$2" --keep -- true 2>&1 >/dev/null | sed -n "s/^chock: session \([a-z0-9]*\) .*/\1/p"; }
       small=$(session "$1" "$2/small")
@@ -74,15 +76,16 @@ one_caller() {
       for s in "$small" "$large" "$plain"; do "$1/chock" workspace remove --force "$s" >/dev/null 2>&1; done' \
     sh "$scratch" "$home" "$runs" >"$home/out"
   awk -v label="$label" -v files="$files" '
-    { w[NR] = $1; wr[NR] = sprintf("%.2f-%.2f", $2, $3); c[NR] = $4; cr[NR] = sprintf("%.2f-%.2f", $5, $6) }
+    { w[NR] = $1; wr[NR] = sprintf("%.2f-%.2f", $2, $3); c[NR] = $4; cr[NR] = sprintf("%.2f-%.2f", $5, $6)
+      x[NR] = $7; xr[NR] = sprintf("%.2f-%.2f", $8, $9) }
     END {
       split("chock sandbox -- /bin/true|chock sandbox -- true|chock run --session ID -- true, 1 file|chock run --session ID -- true, " files " files|chock run --session ID -- true, " files " files, not git", what, "|")
       for (i = 1; i <= 5; ++i)
-        printf "| %s | %s | %.2f (%s) | %.2f | %.2f (%s) | %.2f |\n", label, what[i], w[i], wr[i], w[i] / w[2], c[i], cr[i], c[i] / c[2]
+        printf "| %s | %s | %.2f (%s) | %.2f | %.2f (%s) | %.2f | %.2f (%s) | %.2f |\n", label, what[i], w[i], wr[i], w[i] / w[2], c[i], cr[i], c[i] / c[2], x[i], xr[i], x[i] / x[2]
     }
   ' "$home/out"
 }
 
-echo "| caller | command | wall, ms | / sandbox | CPU, ms | / sandbox |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| caller | command | wall, ms | / sandbox | CPU, ms | / sandbox | to chock's exit, ms | / sandbox |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 each_caller one_caller
