@@ -1,6 +1,6 @@
 // A base for a new commit made from a base Chock already has, at the cost of
 // what differs: its tree/ holds only the files that differ from the donor's
-// commit (written by `git checkout-index`) and, for each path that is gone,
+// commit (written by `git restore`) and, for each path that is gone,
 // a whiteout (a 0/0 character device, which overlayfs takes for "deleted";
 // the kernel lets anyone make one). Its `layers` file names the donor and the
 // donor's own layers, top first: a session's overlay stacks them under this
@@ -31,7 +31,6 @@ namespace {
 // mode or type at (or newly), and those it no longer has.
 struct Changes {
   std::vector<std::string> written, gone;
-  std::string index_info;  // the same, as `git update-index -z --index-info` takes them: gone first
 };
 
 Expected<std::optional<Changes>> changes_between(const build::Project& project, const std::string& from,
@@ -46,21 +45,13 @@ Expected<std::optional<Changes>> changes_between(const build::Project& project, 
   if (fields.size() % 2 != 0) return Error{"read what differs from the donor base", from, EPROTO};
   if (fields.size() / 2 > max_changes) return std::optional<Changes>();  // a fresh checkout writes less
   Changes c;
-  std::string added;
   for (std::size_t i = 0; i < fields.size(); i += 2) {
     const auto meta = git::split(fields[i], ' ');
     if (meta.size() != 5 || !git::is_object_id(meta[3]) || meta[4].empty())
       return Error{"read what differs from the donor base: " + fields[i].substr(0, 80), from, EPROTO};
     const std::string& path = fields[i + 1];
-    if (meta[4] == "D") {
-      c.gone.push_back(path);
-      c.index_info.append("0 ").append(meta[3]).append("\t").append(path).push_back('\0');
-    } else {
-      c.written.push_back(path);
-      added.append(meta[1]).append(" ").append(meta[3]).append("\t").append(path).push_back('\0');
-    }
+    (meta[4] == "D" ? c.gone : c.written).push_back(path);
   }
-  c.index_info += added;
   return std::optional<Changes>(std::move(c));
 }
 
@@ -194,34 +185,31 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
   if (auto r = fs::copy_entry(donor + "/index", dir + "/index"); !r) return std::move(r).error();
   auto env = git::repo_env(project.common_dir, tree, dir + "/index", {});
   // The index to the new commit (an unchanged entry keeps its stat data) and
-  // the files that differ written into this tree, in two steps with no walk
-  // of the two trees (where `read-tree -m -u` spent most of its time): the
-  // entries that differ set, then their files written and their stat data
-  // taken. As the run uid for a root caller (bases.cpp make_base), else
-  // root, then chowned.
-  git::Env index_info = env;
-  index_info.stdin_data = (*changes)->index_info;
-  const std::vector<std::string> set{"update-index", "-z", "--index-info"};
-  git::Env write = env;
-  for (const auto& p : (*changes)->written) write.stdin_data.append(p).push_back('\0');
-  const std::vector<std::string> check_out{"checkout-index", "-u", "-f", "-z", "--stdin"};
+  // the files that differ written into this tree, by one `git restore` of
+  // just those paths: no walk of the two trees (where `read-tree -m -u` spent
+  // most of its time), one reading and one writing of the index (the two
+  // steps it replaces, `update-index --index-info` then `checkout-index -u`,
+  // each read and wrote the whole index). As the run uid for a root caller
+  // (bases.cpp make_base), else root, then chowned.
+  git::Env restore = env;
+  restore.vars.emplace_back("GIT_LITERAL_PATHSPECS", "1");  // a name is a name, never a pattern
+  for (const auto& p : (*changes)->written) restore.stdin_data.append(p).push_back('\0');
+  for (const auto& p : (*changes)->gone) restore.stdin_data.append(p).push_back('\0');
+  const std::vector<std::string> args{"restore",    "--source=" + project.head, "--staged",
+                                      "--worktree", "--pathspec-from-file=-",   "--pathspec-file-nul"};
+  const bool nothing = restore.stdin_data.empty();  // the same tree: the donor's index as it is
   bool chown_after = false;
-  if (root_caller) {
-    index_info.as = write.as = as_run_uid(given.uid, given.gid);
+  if (root_caller && !nothing) {
+    restore.as = as_run_uid(given.uid, given.gid);
     auto moved =
-        index_info.as ? git::run(set, index_info) : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
-    if (moved && moved->ok()) moved = git::run(check_out, write);
-    index_info.as.reset();
-    write.as.reset();
+        restore.as ? git::run(args, restore) : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
+    restore.as.reset();
     if (moved && !moved->ok()) return false;  // a fresh checkout, from a clean tree
     chown_after = !moved;
   }
-  if (!root_caller || chown_after) {
-    if (auto r = git::capture(set, index_info, "move the base's index to the new commit"); !r)
+  if ((!root_caller || chown_after) && !nothing)
+    if (auto r = git::capture(args, restore, "write what differs from the donor base"); !r)
       return std::move(r).error();
-    if (auto r = git::capture(check_out, write, "write what differs from the donor base"); !r)
-      return std::move(r).error();
-  }
   UniqueFd tree_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!tree_fd) return sys_error("open", tree);
   for (const auto& w : whiteouts_for(**changes, **new_dirs))
