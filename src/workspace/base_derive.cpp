@@ -197,19 +197,19 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
   for (const auto& p : (*changes)->gone) restore.stdin_data.append(p).push_back('\0');
   const std::vector<std::string> args{"restore",    "--source=" + project.head, "--staged",
                                       "--worktree", "--pathspec-from-file=-",   "--pathspec-file-nul"};
-  const bool nothing = restore.stdin_data.empty();  // the same tree: the donor's index as it is
   bool chown_after = false;
-  if (root_caller && !nothing) {
-    restore.as = as_run_uid(given.uid, given.gid);
-    auto moved =
-        restore.as ? git::run(args, restore) : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
-    restore.as.reset();
-    if (moved && !moved->ok()) return false;  // a fresh checkout, from a clean tree
-    chown_after = !moved;
+  if (!restore.stdin_data.empty()) {  // else the same tree: the donor's index as it is
+    if (root_caller) restore.as = as_run_uid(given.uid, given.gid);
+    auto moved = !root_caller || restore.as ? git::run(args, restore)
+                                            : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
+    if (root_caller && !moved) {  // no run uid to give: as root, then chowned
+      restore.as.reset();
+      chown_after = true;
+      moved = git::run(args, restore);
+    }
+    if (!moved) return std::move(moved).error();
+    if (!moved->ok()) return false;  // whatever git refused: a fresh checkout, from a clean tree
   }
-  if ((!root_caller || chown_after) && !nothing)
-    if (auto r = git::capture(args, restore, "write what differs from the donor base"); !r)
-      return std::move(r).error();
   UniqueFd tree_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!tree_fd) return sys_error("open", tree);
   for (const auto& w : whiteouts_for(**changes, **new_dirs))
