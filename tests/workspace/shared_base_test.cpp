@@ -201,6 +201,59 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   EXPECT_EQ(still.out, std::string(8, 'd')) << describe(still);
 }
 
+// A derived base names the paths that differ to git: a name that git would
+// read as a pattern (`*`, `:(top)`, `:(glob)`) is that one file, never every
+// file it matches, and a newline or a leading dash is part of a name.
+TEST(SharedBase, ADerivedBaseTakesNamesThatLookLikePatternsAsNames) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 60, 8);  // a base is derived where under a fifth of its entries differ
+  Output first = f.run({"--keep"}, "true");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  const std::string older = bases_of(f).bases.front();
+  const std::vector<std::string> names{"*", ":(top)m1", ":(glob)**", "new\nline", "-dash", "m2/?"};
+  for (const auto& n : names) write_file(f.file(n), "named " + n + "\n");
+  ASSERT_EQ(::unlink(f.file("m3/f3").c_str()), 0);
+  git_ok(f.project(), {"add", "-A"});
+  git_ok(f.project(), {"commit", "-qm", "names"});
+  Output second = f.run({"--keep"},
+                        "git ls-tree -r --name-only -z HEAD | tr '\\0' '\\n' | sort | md5sum; "
+                        "find . -path ./.git -prune -o -type f -print0 | sed -z 's|^\\./||' | "
+                        "tr '\\0' '\\n' | sort | md5sum; cat ./'*' ./-dash; git status --porcelain");
+  ASSERT_EQ(second.status, 0) << describe(second);
+  ASSERT_EQ(second.out.substr(0, second.out.find('\n')), second.out.substr(second.out.find('\n') + 1, 35))
+      << "the tree inside is the commit's: " << second.out;
+  EXPECT_NE(second.out.find("named *\nnamed -dash\n"), std::string::npos) << second.out;
+  EXPECT_EQ(second.out.substr(second.out.find("named -dash\n") + 12), "") << "a clean status";
+  ASSERT_EQ(bases_of(f).bases.size(), 2U);
+  const std::string newer =
+      bases_of(f).bases.front() == older ? bases_of(f).bases.back() : bases_of(f).bases.front();
+  ASSERT_EQ(read_file(base_dir(f, newer) + "/layers"), older + "\n") << "made from the older base";
+  // The newer layer holds those six and the one whiteout, nothing a pattern would match.
+  Output layer = run_process({"sh", "-c",
+                              "cd '" + base_dir(f, newer) +
+                                  "/tree' && find . ! -name . ! -name .git "
+                                  "\\( -type f -o -type c \\) -print0 | tr '\\0' '\\n' | sort"});
+  std::vector<std::string> expected{"./m3/f3"};
+  for (const auto& n : names) expected.push_back("./" + n);
+  std::vector<std::string> got;
+  std::istringstream in(layer.out);
+  for (std::string l; std::getline(in, l);) got.push_back(l);
+  // "new\nline" comes back as two lines; put it together.
+  std::vector<std::string> joined;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == "./new" && i + 1 < got.size() && got[i + 1] == "line") {
+      joined.push_back("./new\nline");
+      ++i;
+    } else {
+      joined.push_back(got[i]);
+    }
+  }
+  std::sort(joined.begin(), joined.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(joined, expected) << layer.out;
+}
+
 TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
   Fixture f;
   f.init_git();
