@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "util/fd.hpp"
+
 namespace chock::sandbox {
 
 std::uint64_t directory_bytes(const std::string& path) {
@@ -59,11 +61,10 @@ unsigned long long check_of(unsigned long long bytes, unsigned long long used, l
 }  // namespace
 
 std::optional<DirectoryCount> read_directory_count(const std::string& record) {
-  const int fd = ::open(record.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(::open(record.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   char text[kRecordBytes + 1];
-  const ssize_t n = ::pread(fd, text, kRecordBytes + 1, 0);
-  ::close(fd);
+  const ssize_t n = ::pread(fd.get(), text, kRecordBytes + 1, 0);
   if (n != kRecordBytes) return std::nullopt;
   text[n] = '\0';
   unsigned long long bytes = 0, used = 0, check = 0;
@@ -83,10 +84,8 @@ void keep_directory_count(const std::string& record, const DirectoryCount& count
   if (std::snprintf(text, sizeof text, "%20llu %20llu %20lld %20llu\n", bytes, used, at,
                     check_of(bytes, used, at)) != kRecordBytes)
     return;
-  const int fd = ::open(record.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  (void)!::pwrite(fd, text, kRecordBytes, 0);
-  ::close(fd);
+  const UniqueFd fd(::open(record.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd) (void)!::pwrite(fd.get(), text, kRecordBytes, 0);
 }
 
 }  // namespace chock::sandbox
