@@ -54,6 +54,18 @@ struct Overlay {
   std::string target;
   std::vector<std::string> lower_below = {};   // more read-only layers under `lower`, top first
   std::optional<OwnerShift> lower_shift = {};  // `lower` idmapped (a root caller's overlay)
+  // Kept mounted for the session's next call by a holder listening in
+  // `hold_dir` (src/sandbox/overlay_holder.hpp), which lets it go after
+  // `hold_idle` without a call once `hold_lock` (the session's mounts lock)
+  // is free; not kept where `hold_idle` is 0 (nor where `hold_dir` is empty,
+  // which the caller also reads as: no holder to let go first). Only for
+  // lower layers that never change.
+  std::string hold_dir = {};
+  std::string hold_lock = {};
+  std::chrono::milliseconds hold_idle{0};
+  // A clone of this overlay handed over by its holder for this call, attached
+  // instead of making one: borrowed until spawn returns, -1 none.
+  int held = -1;
 };
 
 // A read-only file at `target` (absolute) inside, holding `bytes`: memory of

@@ -12,7 +12,13 @@
 //                       upper layer): the next call waits on it
 //   upper/ work/        git: the session's own layers of an overlay whose
 //                       lower layer is the commit's shared base (below),
-//                       mounted at the project's path for each call
+//                       at the project's path in each call: made by the
+//                       first call, then (in a session that outlives it)
+//                       kept mounted by a holder process and attached by
+//                       the next calls, until idle for CHOCK_OVERLAY_HOLD_MS
+//                       (20 s), removed, or changed from outside (a deny's
+//                       notice, a carry's mount point): overlay_holder.hpp
+//   overlay.sock        git: where that holder listens (its uid only)
 //   work/t-<nonce>/     a task's mount's work directory: overlayfs empties
 //                       and remakes the one it is given at each mount, and
 //                       later calls mount beside a running task (calls, one
@@ -20,7 +26,8 @@
 //                       session's removal
 //   work/spent.<nonce>/ the work/work the last call's mount left, set aside
 //                       before the next mount and removed once that call
-//                       has started (set_aside_work below)
+//                       has started (set_aside_work below; not while the
+//                       overlay is held, which still works in it)
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
@@ -291,14 +298,18 @@ Expected<SessionLock> hold_mounts(const Session& session);
 // set aside (renamed to work/spent.<nonce>); remove_set_aside_work deletes
 // them, and any an earlier call left, once the call has started. Failures
 // leave them to overlayfs, or to the next call.
-void set_aside_work(const Session& session);
+// (Not the session's own when `overlay_held`: the overlay kept mounted since
+// the last call works in it still.)
+void set_aside_work(const Session& session, bool overlay_held = false);
 void remove_set_aside_work(const Session& session);
 // Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);
 
 // Who will mount what add_to_config asks for: a call, one at a time under
-// the mounts lock, or a task, beside the calls after it.
-enum class Mounter { call, task };
+// the mounts lock (`kept_call`: of a session that outlives it, whose overlay
+// over a shared base is then kept mounted for the next call), or a task,
+// beside the calls after it.
+enum class Mounter { call, kept_call, task };
 
 // Adds the workspace to a sandbox config: the tree (or the overlay) at the
 // project's own path, the git dirs under /run/chock/git, cwd, identity env.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cli/command.hpp"
+#include "sandbox/overlay_holder.hpp"
 #include "version.inc"  // generated: CHOCK_VERSION, CHOCK_COMMIT
 
 namespace {
@@ -87,6 +88,9 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A session's overlay holder (sandbox/overlay_holder.hpp), started by chock itself.
+  if (argc > 1 && std::string(argv[1]) == chock::sandbox::kHoldOverlayArg)
+    return chock::sandbox::overlay_holder_main(argc, argv);
   try {
     return run_main(argc, argv);
   } catch (const std::exception& e) {

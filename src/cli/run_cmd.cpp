@@ -33,7 +33,9 @@
 #include "cli/toolchain_choice.hpp"
 #include "log/session_log.hpp"
 #include "sandbox/kill_naming.hpp"
+#include "sandbox/overlay_holder.hpp"
 #include "util/escape.hpp"
+#include "util/fd.hpp"
 #include "util/sha256.hpp"
 #include "util/split.hpp"
 
@@ -368,7 +370,10 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   }
   // The call starts where the caller named: --project's directory (which may
   // be below the repository's top), else the current one.
-  const auto mounter = o.background ? workspace::Mounter::task : workspace::Mounter::call;
+  // A session that outlives this call keeps its overlay mounted for the next.
+  const auto mounter = o.background                ? workspace::Mounter::task
+                       : opened.created && !o.keep ? workspace::Mounter::call
+                                                   : workspace::Mounter::kept_call;
   if (auto r = workspace::add_to_config(s, start, config, mounter); !r)
     return refuse(r.error(), o.result_file);
   auto cache = workspace::add_call_dirs(s, config);
@@ -432,7 +437,18 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   // As late as can be: the last call's teardown goes on meanwhile.
   auto mounts = workspace::hold_mounts(s);
   if (!mounts) return refuse(mounts.error(), o.result_file);
-  if (!o.background) workspace::set_aside_work(s);
+  UniqueFd held;  // the overlay the last call left mounted, until spawn has attached it
+  for (auto& overlay : config.overlays) {
+    if (overlay.hold_dir.empty()) continue;
+    if (overlay.hold_idle.count() > 0) {
+      held = sandbox::take_held_overlay(overlay.hold_dir, sandbox::hold_key(overlay));
+      overlay.held = held.get();
+    } else {
+      sandbox::release_held_overlay(overlay.hold_dir);  // none beside this call's own
+    }
+    break;  // the session's own: the only one kept
+  }
+  if (!o.background) workspace::set_aside_work(s, held.valid());
   if (o.background) {
     // A task runs beside the session's later calls: it waits for the last
     // call's teardown, and holds nothing for its own.

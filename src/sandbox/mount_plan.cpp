@@ -103,7 +103,7 @@ Expected<void> add_bind(MountPlan& plan, const Bind& bind, bool clone_now) {
 // The overlay's paths are checked like bind sources; the file system is made
 // (and its paths resolved) by whoever can reach them: the root caller here,
 // an unprivileged caller's program after unshare.
-Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_now) {
+Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, int index, bool clone_now) {
   const std::string label = "overlay at " + overlay.target;
   MountOp op = make_op(MountOp::Kind::overlay, {}, label);
   std::string target = normalize_absolute(overlay.target);
@@ -138,6 +138,14 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
   op.access = Access::read_write;
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (overlay.held >= 0) {
+    // Made by an earlier call and kept since (overlay_holder.hpp): attached as it is.
+    op.detached.reset(::fcntl(overlay.held, F_DUPFD_CLOEXEC, 0));
+    if (!op.detached) return sys_error(label + ": take the overlay held since the last call");
+    plan.ops.push_back(std::move(op));
+    return {};
+  }
+  if (!overlay.hold_dir.empty() && overlay.hold_idle.count() > 0) op.hold_index = index;
   if (clone_now) {
     UniqueFd shifted;
     if (overlay.lower_shift) {
@@ -148,6 +156,10 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, bool clone_n
     op.detached.reset(make_overlay(op, shifted.get()));
     if (!op.detached)
       return sys_error(label + ": mount overlayfs (lower " + op.source + (shifted ? ", idmapped" : "") + ")");
+    // While it is still detached (a kernel that will not clone one holds none).
+    if (op.hold_index >= 0)
+      op.hold_clone.reset(
+          sys::open_tree(op.detached.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
   }
   plan.ops.push_back(std::move(op));
   return {};
@@ -312,7 +324,7 @@ Expected<void> add_dev(MountPlan& plan, std::uint64_t shm_size, const std::vecto
 
 Expected<UniqueFd> mount_overlay_now(const Overlay& overlay) {
   MountPlan plan;
-  if (auto added = add_overlay(plan, overlay, true); !added) return std::move(added).error();
+  if (auto added = add_overlay(plan, overlay, -1, true); !added) return std::move(added).error();
   return std::move(plan.ops.back().detached);
 }
 
@@ -375,8 +387,8 @@ Expected<MountPlan> plan_mounts(const Config& config, bool clone_now) {
     auto added = add_bind(plan, b, clone_now);
     if (!added) return std::move(added).error();
   }
-  for (const Overlay& o : config.overlays) {
-    auto added = add_overlay(plan, o, clone_now);
+  for (std::size_t i = 0; i < config.overlays.size(); ++i) {
+    auto added = add_overlay(plan, config.overlays[i], static_cast<int>(i), clone_now);
     if (!added) return std::move(added).error();
   }
   for (const Bind& b : config.binds_over_overlays) {

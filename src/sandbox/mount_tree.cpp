@@ -324,6 +324,18 @@ bool run_op(MountOp& op, int root) noexcept {
   return false;
 }
 
+// A clone of the overlay just made, for the caller to hand to a holder
+// (overlay_holder.hpp); none where this kernel will not clone a detached mount.
+void offer_to_hold(const MountOp& op, int channel) noexcept {
+  const int clone = sys::open_tree(op.source_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (clone < 0) return;
+  Record r;
+  r.kind = Record::held_overlay;
+  r.detail = op.hold_index;
+  send_record(channel, r, clone);
+  close_keeping_errno(clone);
+}
+
 // The new root: a small tmpfs stacked on "/", entered by descriptor.
 int new_root() noexcept {
   int fs = sys::fsopen("tmpfs", FSOPEN_CLOEXEC);
@@ -361,7 +373,7 @@ bool write_new_file(int dir, const char* name, std::string_view bytes, mode_t mo
   return close(fd) == 0;
 }
 
-bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
+bool build_mount_tree(MountPlan& plan, int channel, StepFailure* failure) noexcept {
   // Nothing we mount may propagate back to the host.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return fail(failure, Step::mount_private, -1);
@@ -382,6 +394,7 @@ bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept {
     if (op.kind == MountOp::Kind::overlay) {
       op.source_fd = make_overlay(op, -1);
       if (op.source_fd < 0) return fail(failure, Step::mount_tree, static_cast<int>(i));
+      if (op.hold_index >= 0) offer_to_hold(op, channel);
       continue;
     }
     int path = sys::openat2(AT_FDCWD, op.source.c_str(), O_PATH | O_CLOEXEC, 0, kResolveSafe);

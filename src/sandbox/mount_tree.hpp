@@ -53,7 +53,9 @@ struct MountOp {
   std::string upper;                  // overlay
   std::string work;                   // overlay
   std::string_view bytes;             // file
-  UniqueFd detached;                  // a source cloned before the fork (root callers)
+  UniqueFd detached;                  // a source cloned before the fork (root callers), or a held overlay
+  UniqueFd hold_clone;                // overlay: a clone of `detached` for a holder (root callers)
+  int hold_index = -1;                // overlay: its index in Config::overlays, where it is to be held
   int source_fd = -1;                 // scratch: the source's clone, made after unshare
 };
 
@@ -68,8 +70,9 @@ struct MountPlan {
 Expected<MountPlan> plan_mounts(const Config& config, bool clone_sources_now);
 
 // In the program process, after unshare: builds the tree on a fresh tmpfs,
-// pivots into it and detaches the old root. Async-signal-safe.
-bool build_mount_tree(MountPlan& plan, StepFailure* failure) noexcept;
+// pivots into it and detaches the old root. An overlay made here that is to
+// be held goes to the caller as a clone on `channel`. Async-signal-safe.
+bool build_mount_tree(MountPlan& plan, int channel, StepFailure* failure) noexcept;
 
 // Openings that never follow a link, magic or not.
 inline constexpr std::uint64_t kResolveSafe = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;

@@ -100,7 +100,7 @@ void reset_signals(std::uint64_t ignored) noexcept {
   if ((l.identity.unshare_flags & CLONE_NEWNET) != 0 && !bring_up_loopback())
     fail_step(channel, {Step::loopback, errno, -1});
   if (l.filtered.enabled && !set_up_filtered_network(l.filtered, channel, &f)) fail_step(channel, f);
-  if (!build_mount_tree(l.mounts, &f)) fail_step(channel, f);
+  if (!build_mount_tree(l.mounts, channel, &f)) fail_step(channel, f);
   if (!l.pass_stdin && dup2(l.dev_null.get(), 0) < 0) fail_step(channel, {Step::stdin, errno, -1});
   l.dev_null.reset();
   if (chdir(l.cwd.c_str()) != 0) fail_step(channel, {Step::chdir, errno, -1});

@@ -26,6 +26,7 @@
 #include "sandbox/kill_naming.hpp"
 #include "sandbox/launch.hpp"
 #include "sandbox/limits.hpp"
+#include "sandbox/overlay_holder.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/steps.hpp"
 #include "sandbox/teardown.hpp"
@@ -74,6 +75,7 @@ struct Child::State {
   std::array<UniqueFd, sandbox::kNetSocketCount> net_sockets;
   UniqueFd broker;
   std::unique_ptr<net::Relay> relay;
+  sandbox::PendingHolds holds;  // overlays kept mounted for the session's next call
 
   void take_net_socket(int which, int fd) {
     if (which < 0 || which >= sandbox::kNetSocketCount || relay) {
@@ -258,6 +260,9 @@ struct Child::State {
         keeper.reset(fd);
       } else if (r.kind == Record::net_socket && static_cast<size_t>(n) == sizeof r) {
         take_net_socket(r.detail, fd);
+      } else if (r.kind == Record::held_overlay && static_cast<size_t>(n) == sizeof r) {
+        holds.offer(r.detail, UniqueFd(fd));
+        holds.start_ready();
       } else {
         close(fd);
       }
@@ -522,6 +527,7 @@ Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, san
                             Child::State& state) {
   if (auto prepared = sandbox::prepare_launch(config, limits, l, state.labels); !prepared)
     return std::move(prepared).error();
+  state.holds.plan(config, l.mounts);
   l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get(), l.caller_pidfd.get()};
   l.setup_fds = {l.dev_null.get()};
   if (l.broker_fd >= 0) {
@@ -665,6 +671,7 @@ Expected<Child> spawn(const Config& config, Begun begun) {
   while (state->read_record()) {
   }
   state->limits = std::move(limits);
+  state->holds.start_ready();  // a root caller's: the program is on its way
   std::unique_ptr<Child::State> made = std::move(b.state);
   made->leftover = std::shared_ptr<Begun::Impl>(std::move(begun.impl_));
   return Child(std::move(made));

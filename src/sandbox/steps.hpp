@@ -71,6 +71,7 @@ struct Record {
     keeper_pidfd,      // carries the keeper's pidfd as SCM_RIGHTS
     entered,           // a root caller's middle is in its namespaces: the caller writes its maps
     net_socket,        // a filtered call's socket (detail: kStubSocket...) as SCM_RIGHTS
+    held_overlay,      // a clone of the overlay made inside (detail: its index in Config::overlays), to hold
   };
   std::uint32_t kind = 0;
   Step step = Step::none;

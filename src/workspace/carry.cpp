@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
@@ -78,6 +79,8 @@ Expected<void> add_carried(Session& s, const std::vector<std::string>& paths, No
       notes.push_back("carry " + rel + ": no such directory in the project; nothing carried");
       continue;
     }
+    // Its mount point is made in the session's layer: not beneath a mounted overlay.
+    sandbox::release_held_overlay(s.dir);
     const std::size_t index = s.carry.size();
     for (const std::string& d : {s.dir + "/carry", s.dir + "/carry/" + std::to_string(index),
                                  carry_upper(s, index), carry_work(s, index)}) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
@@ -38,6 +39,22 @@ Expected<void> write_notice(int root_fd, const std::string& rel, uid_t owner) {
   if (::geteuid() == 0 && owner != 0 && ::fchown(fd.get(), owner, group_of(owner)) != 0)
     return sys_error("chown notice", rel);
   return {};
+}
+
+// Whether the notice is there already, as written (most calls find it so).
+bool notice_in_place(int root_fd, const std::string& rel, uid_t owner) {
+  auto dir = fs::open_dir_beneath(root_fd, fs::parent_of(rel), false);
+  if (!dir) return false;
+  const UniqueFd parent(*dir);
+  const UniqueFd fd(::openat(parent.get(), fs::base_of(rel).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  const std::size_t len = std::strlen(kDenyNotice);
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::size_t>(st.st_size) != len || (::geteuid() == 0 && owner != 0 && st.st_uid != owner))
+    return false;
+  char bytes[256];
+  return len <= sizeof bytes && ::pread(fd.get(), bytes, len, 0) == static_cast<ssize_t>(len) &&
+         std::memcmp(bytes, kDenyNotice, len) == 0;
 }
 
 }  // namespace
@@ -86,6 +103,9 @@ Expected<void> cover_denied(const Session& s, const std::vector<std::string>& pa
     }
     UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root_fd) return sys_error("open", root);
+    if (notice_in_place(root_fd.get(), rel, s.owner)) continue;
+    // Not beneath a mounted overlay: it would not promise to see the change.
+    sandbox::release_held_overlay(s.dir);
     if (auto r = write_notice(root_fd.get(), rel, s.owner); !r) return r;
   }
   return {};

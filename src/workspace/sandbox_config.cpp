@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "chock/workspace.hpp"
@@ -12,6 +14,17 @@
 namespace chock::workspace {
 
 namespace {
+
+// How long a session's overlay stays mounted after its last call:
+// CHOCK_OVERLAY_HOLD_MS (0: not kept), else 20 seconds.
+std::chrono::milliseconds hold_idle() {
+  const char* given = std::getenv("CHOCK_OVERLAY_HOLD_MS");
+  if (given == nullptr || *given == '\0') return std::chrono::seconds(20);
+  char* end = nullptr;
+  const unsigned long long ms = std::strtoull(given, &end, 10);
+  if (*end != '\0' || ms > 3'600'000) return std::chrono::seconds(20);
+  return std::chrono::milliseconds(ms);
+}
 
 bool is_within(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
@@ -45,6 +58,13 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
                        lower, ENOENT};
       config.overlays.push_back(Overlay{lowers->front(), s.upper(), s.work(), s.project,
                                         std::vector<std::string>(lowers->begin() + 1, lowers->end())});
+      // A base never changes under it: kept mounted for the session's next
+      // call (where hold_idle is 0, one kept before is let go, not mounted beside).
+      if (mounter != Mounter::task) {
+        config.overlays.back().hold_dir = s.dir;
+        config.overlays.back().hold_lock = s.dir + "/mounts.lock";
+        if (mounter == Mounter::kept_call) config.overlays.back().hold_idle = hold_idle();
+      }
       // chock.zon as the tree shows it: the topmost layer that has it (a
       // whiteout, or anything but a file, ends the search with none).
       std::vector<std::string> layers{s.upper()};

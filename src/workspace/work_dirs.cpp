@@ -36,8 +36,9 @@ std::vector<std::string> work_roots(const Session& s) {
 
 }  // namespace
 
-void set_aside_work(const Session& s) {
+void set_aside_work(const Session& s, bool overlay_held) {
   for (const auto& root : work_roots(s)) {
+    if (overlay_held && root == s.work()) continue;
     std::uint64_t nonce = 0;
     if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) return;
     char name[32];

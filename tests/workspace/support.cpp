@@ -109,6 +109,7 @@ RunOptions Fixture::options() const {
            {"XDG_STATE_HOME", state_},
            {"XDG_CONFIG_HOME", config_},
            {"XDG_CACHE_HOME", cache_}};
+  for (const auto& [name, value] : env_) o.env[name] = value;
   return o;
 }
 

@@ -42,6 +42,8 @@ class Fixture {
   Output on_terminal(const std::vector<std::string>& args, const std::string& typed) const;
   // `chock run [FLAGS...] -- sh -c SCRIPT`
   Output run(const std::vector<std::string>& flags, const std::string& script) const;
+  // An environment variable of every later run of chock.
+  void set_env(const std::string& name, const std::string& value) { env_[name] = value; }
   // Every session directory lives here.
   [[nodiscard]] std::string sessions() const { return data_ + "/chock/workspaces"; }
 
@@ -52,6 +54,7 @@ class Fixture {
   std::string state_;
   std::string config_;
   std::string cache_;
+  std::map<std::string, std::string> env_;
 };
 
 // The id in "chock: session ID (...)", or "" when it was not printed.

@@ -93,6 +93,7 @@ std::vector<std::string> names_in(const std::string& dir) {
 }
 
 void sets_aside_the_last_mounts_work(Fixture& f) {
+  f.set_env("CHOCK_OVERLAY_HOLD_MS", "0");  // an overlay made for each call (held_overlay_test.cpp: kept)
   const std::string id = kept_session(f, "echo one > new.txt");
   ASSERT_FALSE(id.empty());
   const std::string root = f.sessions() + "/" + id + "/work";

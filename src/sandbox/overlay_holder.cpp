@@ -1,0 +1,383 @@
+#include "sandbox/overlay_holder.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "util/syscalls.hpp"
+
+namespace chock::sandbox {
+
+namespace {
+
+// The requests: 'k' and the key (a clone, if it is the key held), 'q' (let go).
+constexpr char kTake = 'k';
+constexpr char kQuit = 'q';
+constexpr char kHere = 'y';  // the answer with a clone
+constexpr char kGone = 'n';  // the answer once the overlay is let go
+constexpr std::size_t kMaxKey = 8192;
+// Where the holder's program finds its listener, mount, lock and directory.
+constexpr int kFirstKept = 1000;
+constexpr int kAnswerSeconds = 3;
+
+// "/proc/self/fd/N/overlay.sock": a Unix socket's path is 107 bytes at most,
+// a data directory's can be longer.
+bool socket_address(int dirfd, sockaddr_un* addr, socklen_t* len) noexcept {
+  *addr = {};
+  addr->sun_family = AF_UNIX;
+  const int n =
+      std::snprintf(addr->sun_path, sizeof addr->sun_path, "/proc/self/fd/%d/%s", dirfd, kHolderSocket);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof addr->sun_path) return false;
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + static_cast<std::size_t>(n) + 1);
+  return true;
+}
+
+void answer_timeouts(int fd) noexcept {
+  const timeval t{kAnswerSeconds, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, sizeof t);
+}
+
+// A connection to the holder in `dirfd`, sent `request`; none where nothing
+// listens (a socket left by a holder that died is removed).
+UniqueFd ask(int dirfd, const char* request, std::size_t size) noexcept {
+  sockaddr_un addr{};
+  socklen_t len = 0;
+  if (!socket_address(dirfd, &addr, &len)) return {};
+  UniqueFd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s) return {};
+  answer_timeouts(s.get());
+  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    if (errno == ECONNREFUSED) (void)::unlinkat(dirfd, kHolderSocket, 0);
+    return {};
+  }
+  if (::send(s.get(), request, size, MSG_NOSIGNAL) != static_cast<ssize_t>(size)) return {};
+  return s;
+}
+
+// The answer's byte, and the descriptor it carries (or -1).
+char read_answer(int s, int* fd) noexcept {
+  *fd = -1;
+  char byte = 0;
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &io;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (::recvmsg(s, &msg, MSG_CMSG_CLOEXEC) != 1) return 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+      std::memcpy(fd, CMSG_DATA(c), sizeof(int));
+  return byte;
+}
+
+// ---- the holder: chock run as `chock --hold-overlay`, its descriptors
+// handed over at kFirstKept -------------------------------------------------
+
+struct Holder {
+  int listener;
+  int mount;
+  int lock;
+  int dir;
+  const char* key;
+  std::size_t key_size;
+  int idle_ms;
+  bool own_namespaces;  // an unprivileged caller's: clones need a mount namespace of its own
+};
+
+bool write_proc_self(const char* name, const char* text) noexcept {
+  const long fd = sys::raw(SYS_openat, AT_FDCWD, sys::arg(name), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const long n = sys::raw(SYS_write, fd, sys::arg(text), static_cast<long>(std::strlen(text)));
+  sys::raw(SYS_close, fd);
+  return n == static_cast<long>(std::strlen(text));
+}
+
+// A user namespace mapping this uid and gid to themselves, and a mount
+// namespace it owns, where cloning a mount is allowed.
+bool enter_own_namespaces() noexcept {
+  const long uid = sys::raw(SYS_getuid), gid = sys::raw(SYS_getgid);
+  if (sys::raw(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+  char map[64];
+  std::snprintf(map, sizeof map, "%ld %ld 1", uid, uid);
+  if (!write_proc_self("/proc/self/setgroups", "deny") || !write_proc_self("/proc/self/uid_map", map))
+    return false;
+  std::snprintf(map, sizeof map, "%ld %ld 1", gid, gid);
+  return write_proc_self("/proc/self/gid_map", map);
+}
+
+[[noreturn]] void let_go(const Holder& h, int answer_to) noexcept {
+  sys::raw(SYS_unlinkat, h.dir, sys::arg(kHolderSocket), 0);
+  sys::raw(SYS_close, h.listener);
+  // The last reference: the overlay is taken down (its upper layer synced)
+  // before close returns.
+  sys::raw(SYS_close, h.mount);
+  if (answer_to >= 0) sys::raw(SYS_sendto, answer_to, sys::arg(&kGone), 1, MSG_NOSIGNAL, 0, 0);
+  sys::raw(SYS_exit_group, 0);
+  __builtin_unreachable();
+}
+
+bool send_clone(const Holder& h, int to) noexcept {
+  const long clone =
+      sys::raw(SYS_open_tree, h.mount, sys::arg(""), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (clone < 0) return false;
+  char byte = kHere;
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &io;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int fd = static_cast<int>(clone);
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  const bool sent = sys::raw(SYS_sendmsg, to, sys::arg(&msg), MSG_NOSIGNAL) == 1;
+  sys::raw(SYS_close, clone);
+  return sent;
+}
+
+// One request on `c`. Returns when it is served; let_go for the others.
+void serve_one(const Holder& h, int c) noexcept {
+  ucred peer{};
+  socklen_t peer_size = sizeof peer;
+  if (sys::raw(SYS_getsockopt, c, SOL_SOCKET, SO_PEERCRED, sys::arg(&peer), sys::arg(&peer_size)) != 0 ||
+      static_cast<long>(peer.uid) != sys::raw(SYS_getuid))
+    return;
+  const timeval t{kAnswerSeconds, 0};
+  sys::raw(SYS_setsockopt, c, SOL_SOCKET, SO_RCVTIMEO, sys::arg(&t), sizeof t);
+  static char request[kMaxKey + 2];
+  const long n = sys::raw(SYS_recvfrom, c, sys::arg(request), sizeof request, 0, 0, 0);
+  if (n < 1) return;
+  const auto size = static_cast<std::size_t>(n);
+  if (request[0] == kTake && size - 1 == h.key_size && std::memcmp(request + 1, h.key, h.key_size) == 0 &&
+      send_clone(h, c))
+    return;
+  // Another key (the session's layers changed), a quit, or no clone to give:
+  // the overlay goes before the caller makes its own of the same upper layer.
+  let_go(h, c);
+}
+
+[[noreturn]] void hold(const Holder& h) noexcept {
+  sigset_t mask;
+  sigfillset(&mask);
+  sigdelset(&mask, SIGTERM);  // an operator's kill still ends it (the overlay goes at its exit)
+  sys::raw(SYS_rt_sigprocmask, SIG_SETMASK, sys::arg(&mask), 0, sizeof(std::uint64_t));
+  if (h.own_namespaces && !enter_own_namespaces()) let_go(h, -1);
+  // Listening again makes this process the one a peer's SO_PEERCRED names
+  // (the caller bound and listened, so that no request found nothing there).
+  sys::raw(SYS_listen, h.listener, 4);
+  for (;;) {
+    pollfd p{h.listener, POLLIN, 0};
+    const timespec idle{h.idle_ms / 1000, static_cast<long>(h.idle_ms % 1000) * 1'000'000L};
+    const long ready = sys::raw(SYS_ppoll, sys::arg(&p), 1, sys::arg(&idle), 0, 0);
+    if (ready == 0) {
+      // Idle: let go once no call is between taking the mounts lock and its
+      // sandbox being gone (nor the session's directory removed meanwhile).
+      struct stat st {};
+      const bool removed = sys::raw(SYS_newfstatat, h.dir, sys::arg(""), sys::arg(&st), AT_EMPTY_PATH) != 0 ||
+                           st.st_nlink == 0;
+      if (removed || sys::raw(SYS_flock, h.lock, LOCK_EX | LOCK_NB) == 0) let_go(h, -1);
+      continue;
+    }
+    if (ready < 0) continue;
+    if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) let_go(h, -1);
+    const long c = sys::raw(SYS_accept4, h.listener, 0, 0, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    serve_one(h, static_cast<int>(c));
+    sys::raw(SYS_close, c);
+  }
+}
+
+}  // namespace
+
+int overlay_holder_main(int argc, char** argv) {
+  if (argc != 5) return 2;
+  char* end = nullptr;
+  const long idle = std::strtol(argv[2], &end, 10);
+  if (*end != '\0' || idle <= 0 || idle > 3'600'000) return 2;
+  const std::string_view hex = argv[4];
+  if (hex.size() % 2 != 0 || hex.size() / 2 > kMaxKey) return 2;
+  static std::string key;  // the holder's one key, for as long as it runs
+  key.resize(hex.size() / 2);
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (std::size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+  // Only as hold_overlay starts it: its four descriptors are there, and what they should be.
+  struct stat st[4] = {};
+  for (int i = 0; i < 4; ++i)
+    if (::fstat(kFirstKept + i, &st[i]) != 0) return 2;
+  if (!S_ISSOCK(st[0].st_mode) || !S_ISDIR(st[1].st_mode) || !S_ISREG(st[2].st_mode) ||
+      !S_ISDIR(st[3].st_mode))
+    return 2;
+  const Holder h{kFirstKept, kFirstKept + 1, kFirstKept + 2,         kFirstKept + 3,
+                 key.data(), key.size(),     static_cast<int>(idle), std::string_view(argv[3]) == "1"};
+  hold(h);
+}
+
+UniqueFd take_held_overlay(const std::string& dir, std::string_view key) noexcept {
+  if (key.size() > kMaxKey) return {};
+  const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) return {};
+  std::string request;
+  try {
+    request.reserve(key.size() + 1);
+    request.push_back(kTake);
+    request.append(key);
+  } catch (...) {
+    return {};
+  }
+  const UniqueFd s = ask(d.get(), request.data(), request.size());
+  if (!s) return {};
+  int fd = -1;
+  const char answer = read_answer(s.get(), &fd);
+  UniqueFd clone(fd);
+  if (answer == kHere) return clone;
+  return {};
+}
+
+void release_held_overlay(const std::string& dir) noexcept {
+  const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) return;
+  const UniqueFd s = ask(d.get(), &kQuit, 1);
+  if (!s) return;
+  int fd = -1;
+  (void)read_answer(s.get(), &fd);  // kGone once the overlay has gone (or the wait's end)
+  if (fd >= 0) ::close(fd);
+}
+
+std::string hold_key(const Overlay& overlay) {
+  std::string key = overlay.lower;
+  for (const auto& below : overlay.lower_below) key.append(1, '\0').append(below);
+  key.append(1, '\0').append(overlay.upper).append(1, '\0').append(overlay.work);
+  if (const auto& s = overlay.lower_shift)
+    for (const auto id : {s->uid_from, s->gid_from, s->uid_to, s->gid_to})
+      key.append(1, '\0').append(std::to_string(id));
+  return key;
+}
+
+void PendingHolds::plan(const Config& config, MountPlan& plan) {
+  for (auto& op : plan.ops) {
+    if (op.kind != MountOp::Kind::overlay || op.hold_index < 0 ||
+        static_cast<std::size_t>(op.hold_index) >= config.overlays.size())
+      continue;
+    const Overlay& o = config.overlays[static_cast<std::size_t>(op.hold_index)];
+    requests_.push_back(
+        {op.hold_index, o.hold_dir, o.hold_lock, hold_key(o), o.hold_idle, std::move(op.hold_clone), false});
+  }
+}
+
+void PendingHolds::offer(int overlay_index, UniqueFd clone) noexcept {
+  for (auto& r : requests_)
+    if (r.index == overlay_index && !r.clone && !r.done) {
+      r.clone = std::move(clone);
+      return;
+    }
+}
+
+void PendingHolds::start_ready() noexcept {
+  for (auto& r : requests_) {
+    if (!r.clone || r.done) continue;
+    r.done = true;
+    try {
+      (void)hold_overlay(r.dir, r.lock, r.key, std::move(r.clone), r.idle);
+    } catch (...) {  // memory for a message: nothing held, nothing lost
+    }
+  }
+}
+
+Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path, std::string_view key,
+                            UniqueFd mount, std::chrono::milliseconds idle) {
+  if (key.size() > kMaxKey || idle.count() <= 0) return false;
+  const bool own_namespaces = ::geteuid() != 0;
+  if (!own_namespaces) {
+    // Where this kernel will not clone a detached mount, a holder has nothing to give.
+    const UniqueFd probe(
+        sys::open_tree(mount.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (!probe) return false;
+  }
+  const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) return sys_error("open the session's directory for its overlay's holder", dir);
+  const UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  if (!lock) return sys_error("open the mounts lock for the overlay's holder", lock_path);
+  sockaddr_un addr{};
+  socklen_t len = 0;
+  if (!socket_address(d.get(), &addr, &len)) return false;
+  const UniqueFd listener(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!listener) return sys_error("make the overlay holder's socket");
+  (void)::unlinkat(d.get(), kHolderSocket, 0);  // one a holder that died left
+  // Bound before the holder runs: the next call's request waits in the queue.
+  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
+      ::listen(listener.get(), 4) != 0)
+    return sys_error("listen for the overlay's next call", dir + "/" + kHolderSocket);
+  // Its own program (chock again, a fresh image holding nothing of this
+  // call's), twice forked so that no caller (a long-lived chock mcp) has it
+  // as a child; the four descriptors at kFirstKept on.
+  std::string idle_text = std::to_string(std::min<std::chrono::milliseconds::rep>(idle.count(), 3'600'000));
+  std::string hex;
+  hex.reserve(key.size() * 2);
+  for (const unsigned char c : key) {
+    hex.push_back("0123456789abcdef"[c >> 4]);
+    hex.push_back("0123456789abcdef"[c & 15]);
+  }
+  char exe[] = "/proc/self/exe";
+  char arg0[] = "chock";
+  char mode[] = "--hold-overlay";
+  char own[] = "1";
+  char not_own[] = "0";
+  char* const argv[] = {arg0, mode, idle_text.data(), own_namespaces ? own : not_own, hex.data(), nullptr};
+  char* const envp[] = {nullptr};
+  const std::array<int, 4> fds{listener.get(), mount.get(), lock.get(), d.get()};
+  const long middle = sys::raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (middle < 0) {
+    (void)::unlinkat(d.get(), kHolderSocket, 0);
+    return sys_error("start the overlay's holder");
+  }
+  if (middle == 0) {
+    // System calls only: the caller may have threads.
+    sys::raw(SYS_setsid);
+    const long holder = sys::raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (holder != 0) sys::raw(SYS_exit_group, holder < 0 ? 1 : 0);
+    for (const int fd : fds)
+      if (fd >= kFirstKept) sys::raw(SYS_exit_group, 1);
+    for (int i = 0; i < 4; ++i)
+      if (sys::raw(SYS_dup2, fds[static_cast<std::size_t>(i)], kFirstKept + i) != kFirstKept + i)
+        sys::raw(SYS_exit_group, 1);
+    sys::raw(SYS_close_range, 0, kFirstKept - 1, 0);
+    sys::raw(SYS_close_range, kFirstKept + 4, ~0U, 0);
+    if (sys::raw(SYS_openat, AT_FDCWD, sys::arg("/dev/null"), O_RDWR) != 0 || sys::raw(SYS_dup2, 0, 1) != 1 ||
+        sys::raw(SYS_dup2, 0, 2) != 2)
+      sys::raw(SYS_exit_group, 1);
+    sys::raw(SYS_execve, sys::arg(exe), sys::arg(argv), sys::arg(envp));
+    sys::raw(SYS_exit_group, 1);
+  }
+  int status = 0;
+  while (::waitpid(static_cast<pid_t>(middle), &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    (void)::unlinkat(d.get(), kHolderSocket, 0);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace chock::sandbox

@@ -1,0 +1,86 @@
+// A session's overlay kept mounted between its calls.
+//
+// Made for each call and taken down after it, an overlay costs a call about
+// a third of a sandbox more (bench/README.md, "sixth"): overlayfs checks its
+// work directory at every mount, and syncs the upper layer's whole file
+// system when it goes. So after a call that made one, a small process of
+// its own (the holder) keeps a detached clone of it, and hands a clone of
+// that to the session's next call, which attaches it where it would have
+// mounted its own. The overlay then goes once, when the holder lets it go:
+// when it has been idle for a while and no call holds the session's mounts
+// lock, when a call asks with another key (the session's layers changed),
+// or when asked to (release_held_overlay).
+//
+// Only an overlay whose lower layers do not change is held (a shared base):
+// overlayfs does not promise to see changes made beneath it while mounted.
+// The holder listens on a Unix socket in the session's directory (0700, the
+// caller's; never mounted into a call), answers only its own uid, and holds
+// nothing of its caller's but the mount, the socket and the lock file.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "chock/config.hpp"
+#include "chock/error.hpp"
+#include "sandbox/mount_tree.hpp"
+#include "util/fd.hpp"
+
+namespace chock::sandbox {
+
+// The socket's name in the session's directory.
+inline constexpr const char* kHolderSocket = "overlay.sock";
+
+// A clone of the overlay held for `key` in `dir`, to attach: none where no
+// holder answers, or where it held another key (it has let that go by the
+// time this returns, so a new overlay of the same upper layer may be made).
+// Called with the session's mounts lock held.
+[[nodiscard]] UniqueFd take_held_overlay(const std::string& dir, std::string_view key) noexcept;
+
+// Asks a holder in `dir` to let its overlay go, and returns once it has (or
+// after a few seconds, or at once where none listens).
+void release_held_overlay(const std::string& dir) noexcept;
+
+// Starts a holder in `dir` for `mount` (a detached overlay, a clone of the
+// one this call attached) under `key`; it lets go after `idle` without a
+// request once it can take `lock_path` (the session's mounts lock). Called
+// with that lock held. False where this kernel will not clone a detached
+// mount (the holder could hand out nothing) or the holder could not start.
+[[nodiscard]] Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path,
+                                          std::string_view key, UniqueFd mount,
+                                          std::chrono::milliseconds idle);
+
+// The holder's own program: `chock --hold-overlay IDLE_MS OWN_NAMESPACES KEY`
+// (the key in hex), run by hold_overlay and by nothing else; it never returns
+// but with 2 for arguments it was not given so.
+inline constexpr const char* kHoldOverlayArg = "--hold-overlay";
+[[nodiscard]] int overlay_holder_main(int argc, char** argv);
+
+// What a holder compares: the overlay's layers and work directory.
+[[nodiscard]] std::string hold_key(const Overlay& overlay);
+
+// The overlays of one call that are to be held once made: a root caller's
+// clone is taken from the plan, an unprivileged caller's arrives from inside
+// (Record::held_overlay); each goes to a holder of its own as it comes.
+class PendingHolds {
+ public:
+  void plan(const Config& config, MountPlan& plan);
+  void offer(int overlay_index, UniqueFd clone) noexcept;
+  // Best effort: an overlay not held is made again by the next call.
+  void start_ready() noexcept;
+
+ private:
+  struct Request {
+    int index = -1;
+    std::string dir, lock, key;
+    std::chrono::milliseconds idle{0};
+    UniqueFd clone;
+    bool done = false;
+  };
+  std::vector<Request> requests_;
+};
+
+}  // namespace chock::sandbox

@@ -1,0 +1,262 @@
+// A session's overlay over its shared base, kept mounted between its calls
+// (src/sandbox/overlay_holder.hpp): the next call attaches the overlay the
+// last one made instead of making its own, and the holder lets it go when
+// idle, when the session is removed, and for no caller but its own uid.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+#include "util/fd.hpp"
+
+namespace chock::test::ws {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What happens to the names in `root` while `act` runs: "create work",
+// "moved from work", ... (inotify, no recursion).
+std::vector<std::string> events_in(const std::string& root, const std::function<void()>& act) {
+  std::vector<std::string> events;
+  const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!watch || ::inotify_add_watch(watch.get(), root.c_str(),
+                                    IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) < 0) {
+    events.emplace_back(std::string("inotify: ") + std::strerror(errno));
+    return events;
+  }
+  act();
+  alignas(inotify_event) char buf[8192];
+  for (ssize_t n; (n = ::read(watch.get(), buf, sizeof buf)) > 0;) {
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+      const std::string what = (e->mask & IN_CREATE)       ? "create "
+                               : (e->mask & IN_DELETE)     ? "delete "
+                               : (e->mask & IN_MOVED_FROM) ? "moved from "
+                                                           : "moved to ";
+      events.push_back(what + (e->len > 0 ? std::string(e->name) : std::string()));
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+    }
+  }
+  return events;
+}
+
+// A connection to the holder's socket in `session_dir`, or none.
+UniqueFd connect_holder(const std::string& session_dir) {
+  const UniqueFd dir(::open(session_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return {};
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/overlay.sock", dir.get());
+  UniqueFd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s || ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return {};
+  return s;
+}
+
+// A pidfd of the process holding the session's overlay, or none.
+UniqueFd holder_of(const std::string& session_dir) {
+  const UniqueFd s = connect_holder(session_dir);
+  if (!s) return {};
+  ucred peer{};
+  socklen_t size = sizeof peer;
+  if (::getsockopt(s.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return {};
+  return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
+}
+
+bool ended_within(int pidfd, std::chrono::milliseconds wait) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(wait.count())) == 1;
+}
+
+// A kept git session whose first call wrote new.txt, and its directory; the
+// test is skipped where this kernel keeps no overlay (it will not clone a
+// detached mount).
+std::string held_session(Fixture& f, std::string* dir) {
+  f.init_git();
+  const std::string id = kept_session(f, "echo one > new.txt");
+  if (id.empty()) return id;
+  *dir = f.sessions() + "/" + id;
+  return id;
+}
+
+TEST(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
+  Fixture f;
+  std::string dir;
+  const std::string id = held_session(f, &dir);
+  ASSERT_FALSE(id.empty());
+  if (!exists(dir + "/overlay.sock"))
+    GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  Output call;
+  const auto events = events_in(dir + "/work", [&] {
+    call = f.run({"--session", id},
+                 "cat new.txt && echo two >> new.txt && grep -c ' - overlay ' /proc/self/mountinfo");
+  });
+  ASSERT_EQ(call.status, 0) << describe(call);
+  EXPECT_EQ(call.out, "one\n1\n") << describe(call);
+  // No overlay was made: overlayfs makes `work` in the work root at each mount.
+  EXPECT_TRUE(events.empty()) << ::testing::PrintToString(events);
+  Output next = f.run({"--session", id}, "cat new.txt");
+  EXPECT_EQ(next.out, "one\ntwo\n") << describe(next);
+  EXPECT_TRUE(exists(dir + "/upper/new.txt"));
+}
+
+TEST(HeldOverlay, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
+  Fixture f;
+  f.set_env("CHOCK_OVERLAY_HOLD_MS", "300");
+  std::string dir;
+  const std::string id = held_session(f, &dir);
+  ASSERT_FALSE(id.empty());
+  UniqueFd holder = holder_of(dir);
+  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  EXPECT_TRUE(ended_within(holder.get(), 10s)) << "the holder was still there 10 s after the last call";
+  EXPECT_FALSE(exists(dir + "/overlay.sock"));
+  Output call;
+  const auto events = events_in(dir + "/work", [&] { call = f.run({"--session", id}, "cat new.txt"); });
+  ASSERT_EQ(call.status, 0) << describe(call);
+  EXPECT_EQ(call.out, "one\n") << describe(call);
+  EXPECT_NE(std::find(events.begin(), events.end(), "create work"), events.end())
+      << "the call made no overlay of its own: " << ::testing::PrintToString(events);
+}
+
+// With keeping turned off, a call lets go of an overlay kept before rather
+// than mount its own beside it (two overlays over one upper layer, and the
+// set-aside of a work directory the kept one still works in).
+TEST(HeldOverlay, ACallThatKeepsNoneLetsAKeptOneGoFirst) {
+  Fixture f;
+  std::string dir;
+  const std::string id = held_session(f, &dir);
+  ASSERT_FALSE(id.empty());
+  UniqueFd holder = holder_of(dir);
+  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  f.set_env("CHOCK_OVERLAY_HOLD_MS", "0");
+  Output call;
+  const auto events = events_in(dir + "/work", [&] {
+    call = f.run({"--session", id}, "cat new.txt && echo two >> new.txt");
+  });
+  ASSERT_EQ(call.status, 0) << describe(call);
+  EXPECT_EQ(call.out, "one\n") << describe(call);
+  EXPECT_TRUE(ended_within(holder.get(), 0ms)) << "the holder outlived a call that keeps none";
+  EXPECT_NE(std::find(events.begin(), events.end(), "create work"), events.end())
+      << ::testing::PrintToString(events);
+  EXPECT_FALSE(exists(dir + "/overlay.sock")) << "a call that keeps none started a holder";
+  Output next = f.run({"--session", id}, "cat new.txt");
+  EXPECT_EQ(next.out, "one\ntwo\n") << describe(next);
+}
+
+TEST(HeldOverlay, RemovingTheSessionLetsItsOverlayGoFirst) {
+  Fixture f;
+  std::string dir;
+  const std::string id = held_session(f, &dir);
+  ASSERT_FALSE(id.empty());
+  UniqueFd holder = holder_of(dir);
+  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  Output removed = f.chock({"workspace", "remove", id, "--force"});
+  ASSERT_EQ(removed.status, 0) << describe(removed);
+  // The removal returned once the holder had let go: it ends at once.
+  EXPECT_TRUE(ended_within(holder.get(), 2s)) << "the holder outlived its session's removal";
+}
+
+// The notice of a file denied in a later call is written into the session's
+// layer from outside: beneath a mounted overlay it could go unseen, the file
+// as the last call left it still shown.
+TEST(HeldOverlay, AFileDeniedInALaterCallIsCoveredThoughTheLastCallReadIt) {
+  Fixture f;
+  std::string dir;
+  const std::string id = held_session(f, &dir);
+  ASSERT_FALSE(id.empty());
+  if (!exists(dir + "/overlay.sock"))
+    GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  {
+    std::ofstream secret(f.file("secret.txt"));  // the project's own, never tracked
+    secret << "the project's\n";
+  }
+  Output wrote = f.run({"--session", id}, "echo the call\\'s > secret.txt && cat secret.txt");
+  ASSERT_EQ(wrote.status, 0) << describe(wrote);
+  ASSERT_EQ(wrote.out, "the call's\n") << describe(wrote);
+  Output denied = f.run({"--session", id, "--deny", "secret.txt"}, "cat secret.txt");
+  ASSERT_EQ(denied.status, 0) << describe(denied);
+  EXPECT_NE(denied.out.find("denied by the project"), std::string::npos) << describe(denied);
+  EXPECT_EQ(denied.out.find("the call's"), std::string::npos) << describe(denied);
+}
+
+// A directory carried from a later call on gets its mount point in the
+// session's layer, made from outside: the overlay the last call looked in
+// must not be the one this call sees it through.
+TEST(HeldOverlay, ADirectoryCarriedInALaterCallIsThereThoughTheLastCallLookedForIt) {
+  Fixture f;
+  f.init_git();
+  {
+    std::ofstream ignore(f.file(".gitignore"));
+    ignore << "deps/\n";
+  }
+  f.commit_all("ignore deps");
+  ASSERT_EQ(::mkdir(f.file("deps").c_str(), 0755), 0);
+  {
+    std::ofstream dep(f.file("deps/d.txt"));
+    dep << "a dependency\n";
+  }
+  const std::string id = kept_session(f, "test -e deps || echo none");
+  ASSERT_FALSE(id.empty());
+  const std::string dir = f.sessions() + "/" + id;
+  if (!exists(dir + "/overlay.sock"))
+    GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  Output looked = f.run({"--session", id}, "test -e deps/d.txt || echo none");
+  ASSERT_EQ(looked.out, "none\n") << describe(looked);
+  Output carried = f.run({"--session", id, "--carry", "deps"}, "cat deps/d.txt");
+  EXPECT_EQ(carried.status, 0) << describe(carried);
+  EXPECT_EQ(carried.out, "a dependency\n") << describe(carried);
+}
+
+TEST(HeldOverlay, TheHolderAnswersNoOtherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the request comes from another uid";
+  Fixture f;
+  std::string dir;
+  const std::string id = held_session(f, &dir);
+  ASSERT_FALSE(id.empty());
+  UniqueFd holder = holder_of(dir);
+  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  // Reachable by another uid only by a test's doing: the directories are 0700.
+  for (std::string at = dir; at.size() > 1; at = at.substr(0, at.rfind('/'))) {
+    struct stat st {};
+    ASSERT_EQ(::stat(at.c_str(), &st), 0) << at;
+    ASSERT_EQ(::chmod(at.c_str(), st.st_mode | 0011), 0) << at;
+  }
+  ASSERT_EQ(::chmod((dir + "/overlay.sock").c_str(), 0777), 0);
+  // uid 61000 asks it to let go, and for a clone under any key.
+  const std::string ask =
+      "import os,socket,sys\n"
+      "d=os.open(sys.argv[1], os.O_PATH|os.O_DIRECTORY)\n"
+      "for req in (b'q', b'kx'):\n"
+      "  s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+      "  s.connect('/proc/self/fd/%d/overlay.sock' % d)\n"
+      "  try:\n"
+      "    s.send(req); msg,anc,_,_=s.recvmsg(1, socket.CMSG_SPACE(4))\n"
+      "    print('refused' if msg == b'' and not anc else 'answered %r %d' % (msg, len(anc)))\n"
+      "  except (BrokenPipeError, ConnectionResetError):\n"
+      "    print('refused')\n";
+  Output other = run_process(
+      {"setpriv", "--reuid=61000", "--regid=61000", "--clear-groups", "/usr/bin/python3", "-c", ask, dir});
+  ASSERT_EQ(other.status, 0) << describe(other);
+  EXPECT_EQ(other.out, "refused\nrefused\n") << "the holder answered uid 61000: " << describe(other);
+  EXPECT_FALSE(ended_within(holder.get(), 0ms)) << "uid 61000 made the holder let go";
+  Output call = f.run({"--session", id}, "cat new.txt");
+  EXPECT_EQ(call.out, "one\n") << describe(call);
+}
+
+}  // namespace
+}  // namespace chock::test::ws
