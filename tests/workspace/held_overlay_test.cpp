@@ -68,14 +68,21 @@ UniqueFd connect_holder(const std::string& session_dir) {
   return s;
 }
 
-// A pidfd of the process holding the session's overlay, or none.
+// A pidfd of the process holding the session's overlay, or none. Until the
+// holder listens itself, a peer's credentials name the call that started it
+// (gone by now): asked again for up to 2 s.
 UniqueFd holder_of(const std::string& session_dir) {
-  const UniqueFd s = connect_holder(session_dir);
-  if (!s) return {};
-  ucred peer{};
-  socklen_t size = sizeof peer;
-  if (::getsockopt(s.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return {};
-  return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
+  for (int i = 0; i < 200; ++i) {
+    const UniqueFd s = connect_holder(session_dir);
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    if (s && ::getsockopt(s.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0) {
+      UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0)));
+      if (pidfd) return pidfd;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return {};
 }
 
 bool ended_within(int pidfd, std::chrono::milliseconds wait) {
@@ -83,24 +90,37 @@ bool ended_within(int pidfd, std::chrono::milliseconds wait) {
   return ::poll(&p, 1, static_cast<int>(wait.count())) == 1;
 }
 
-// A kept git session whose first call wrote new.txt, and its directory; the
-// test is skipped where this kernel keeps no overlay (it will not clone a
-// detached mount).
-std::string held_session(Fixture& f, std::string* dir) {
-  f.init_git();
-  const std::string id = kept_session(f, "echo one > new.txt");
-  if (id.empty()) return id;
-  *dir = f.sessions() + "/" + id;
-  return id;
-}
-
-TEST(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
+// A kept git session whose first call wrote new.txt, its directory and its
+// holder; the test is skipped where this kernel keeps no overlay (it will
+// not clone a detached mount).
+class HeldOverlay : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    f.init_git();
+    id = kept_session(f, "echo one > new.txt");
+    ASSERT_FALSE(id.empty());
+    dir = f.sessions() + "/" + id;
+    if (!exists(dir + "/overlay.sock"))
+      GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+    holder = holder_of(dir);
+    ASSERT_TRUE(holder) << "overlay.sock is there, and no holder answers";
+  }
   Fixture f;
+  std::string id;
   std::string dir;
-  const std::string id = held_session(f, &dir);
-  ASSERT_FALSE(id.empty());
-  if (!exists(dir + "/overlay.sock"))
-    GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+  UniqueFd holder;  // a pidfd
+};
+
+// The same, its holder letting go after 300 ms without a call.
+class HeldBriefly : public HeldOverlay {
+ protected:
+  void SetUp() override {
+    f.set_env("CHOCK_OVERLAY_HOLD_MS", "300");
+    HeldOverlay::SetUp();
+  }
+};
+
+TEST_F(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
   Output call;
   const auto events = events_in(dir + "/work", [&] {
     call = f.run({"--session", id},
@@ -115,14 +135,7 @@ TEST(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
   EXPECT_TRUE(exists(dir + "/upper/new.txt"));
 }
 
-TEST(HeldOverlay, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
-  Fixture f;
-  f.set_env("CHOCK_OVERLAY_HOLD_MS", "300");
-  std::string dir;
-  const std::string id = held_session(f, &dir);
-  ASSERT_FALSE(id.empty());
-  UniqueFd holder = holder_of(dir);
-  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+TEST_F(HeldBriefly, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
   EXPECT_TRUE(ended_within(holder.get(), 10s)) << "the holder was still there 10 s after the last call";
   EXPECT_FALSE(exists(dir + "/overlay.sock"));
   Output call;
@@ -136,13 +149,7 @@ TEST(HeldOverlay, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
 // With keeping turned off, a call lets go of an overlay kept before rather
 // than mount its own beside it (two overlays over one upper layer, and the
 // set-aside of a work directory the kept one still works in).
-TEST(HeldOverlay, ACallThatKeepsNoneLetsAKeptOneGoFirst) {
-  Fixture f;
-  std::string dir;
-  const std::string id = held_session(f, &dir);
-  ASSERT_FALSE(id.empty());
-  UniqueFd holder = holder_of(dir);
-  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+TEST_F(HeldOverlay, ACallThatKeepsNoneLetsAKeptOneGoFirst) {
   f.set_env("CHOCK_OVERLAY_HOLD_MS", "0");
   Output call;
   const auto events = events_in(dir + "/work", [&] {
@@ -158,13 +165,7 @@ TEST(HeldOverlay, ACallThatKeepsNoneLetsAKeptOneGoFirst) {
   EXPECT_EQ(next.out, "one\ntwo\n") << describe(next);
 }
 
-TEST(HeldOverlay, RemovingTheSessionLetsItsOverlayGoFirst) {
-  Fixture f;
-  std::string dir;
-  const std::string id = held_session(f, &dir);
-  ASSERT_FALSE(id.empty());
-  UniqueFd holder = holder_of(dir);
-  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+TEST_F(HeldOverlay, RemovingTheSessionLetsItsOverlayGoFirst) {
   Output removed = f.chock({"workspace", "remove", id, "--force"});
   ASSERT_EQ(removed.status, 0) << describe(removed);
   // The removal returned once the holder had let go: it ends at once.
@@ -174,13 +175,7 @@ TEST(HeldOverlay, RemovingTheSessionLetsItsOverlayGoFirst) {
 // The notice of a file denied in a later call is written into the session's
 // layer from outside: beneath a mounted overlay it could go unseen, the file
 // as the last call left it still shown.
-TEST(HeldOverlay, AFileDeniedInALaterCallIsCoveredThoughTheLastCallReadIt) {
-  Fixture f;
-  std::string dir;
-  const std::string id = held_session(f, &dir);
-  ASSERT_FALSE(id.empty());
-  if (!exists(dir + "/overlay.sock"))
-    GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
+TEST_F(HeldOverlay, AFileDeniedInALaterCallIsCoveredThoughTheLastCallReadIt) {
   {
     std::ofstream secret(f.file("secret.txt"));  // the project's own, never tracked
     secret << "the project's\n";
@@ -197,24 +192,16 @@ TEST(HeldOverlay, AFileDeniedInALaterCallIsCoveredThoughTheLastCallReadIt) {
 // A directory carried from a later call on gets its mount point in the
 // session's layer, made from outside: the overlay the last call looked in
 // must not be the one this call sees it through.
-TEST(HeldOverlay, ADirectoryCarriedInALaterCallIsThereThoughTheLastCallLookedForIt) {
-  Fixture f;
-  f.init_git();
+TEST_F(HeldOverlay, ADirectoryCarriedInALaterCallIsThereThoughTheLastCallLookedForIt) {
+  ASSERT_EQ(::mkdir(f.file("deps").c_str(), 0755), 0);  // the project's, ignored
   {
     std::ofstream ignore(f.file(".gitignore"));
     ignore << "deps/\n";
   }
-  f.commit_all("ignore deps");
-  ASSERT_EQ(::mkdir(f.file("deps").c_str(), 0755), 0);
   {
     std::ofstream dep(f.file("deps/d.txt"));
     dep << "a dependency\n";
   }
-  const std::string id = kept_session(f, "test -e deps || echo none");
-  ASSERT_FALSE(id.empty());
-  const std::string dir = f.sessions() + "/" + id;
-  if (!exists(dir + "/overlay.sock"))
-    GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
   Output looked = f.run({"--session", id}, "test -e deps/d.txt || echo none");
   ASSERT_EQ(looked.out, "none\n") << describe(looked);
   Output carried = f.run({"--session", id, "--carry", "deps"}, "cat deps/d.txt");
@@ -222,14 +209,8 @@ TEST(HeldOverlay, ADirectoryCarriedInALaterCallIsThereThoughTheLastCallLookedFor
   EXPECT_EQ(carried.out, "a dependency\n") << describe(carried);
 }
 
-TEST(HeldOverlay, TheHolderAnswersNoOtherUser) {
+TEST_F(HeldOverlay, TheHolderAnswersNoOtherUser) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: the request comes from another uid";
-  Fixture f;
-  std::string dir;
-  const std::string id = held_session(f, &dir);
-  ASSERT_FALSE(id.empty());
-  UniqueFd holder = holder_of(dir);
-  if (!holder) GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
   // Reachable by another uid only by a test's doing: the directories are 0700.
   for (std::string at = dir; at.size() > 1; at = at.substr(0, at.rfind('/'))) {
     struct stat st {};
