@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include "util/fd_passing.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::sandbox {
@@ -74,16 +75,13 @@ char read_answer(int s, int* fd) noexcept {
   *fd = -1;
   char byte = 0;
   iovec io{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  FdControl control;
   msghdr msg{};
   msg.msg_iov = &io;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  expect_fd(msg, control);
   if (::recvmsg(s, &msg, MSG_CMSG_CLOEXEC) != 1) return 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-      std::memcpy(fd, CMSG_DATA(c), sizeof(int));
+  *fd = received_fd(msg);
   return byte;
 }
 
@@ -139,18 +137,11 @@ bool send_clone(const Holder& h, int to) noexcept {
   if (clone < 0) return false;
   char byte = kHere;
   iovec io{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  FdControl control;
   msghdr msg{};
   msg.msg_iov = &io;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  const int fd = static_cast<int>(clone);
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  attach_fd(msg, control, static_cast<int>(clone));
   const bool sent = sys::raw(SYS_sendmsg, to, sys::arg(&msg), MSG_NOSIGNAL) == 1;
   sys::raw(SYS_close, clone);
   return sent;
@@ -216,7 +207,9 @@ int overlay_holder_main(int argc, char** argv) {
   const long idle = std::strtol(argv[2], &end, 10);
   if (*end != '\0' || idle <= 0 || idle > 3'600'000) return 2;
   const std::string_view hex = argv[4];
-  if (hex.size() % 2 != 0 || hex.size() / 2 > kMaxKey) return 2;
+  if (hex.size() % 2 != 0 || hex.size() / 2 > kMaxKey ||
+      hex.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+    return 2;
   static std::string key;  // the holder's one key, for as long as it runs
   key.resize(hex.size() / 2);
   auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
