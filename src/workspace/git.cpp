@@ -30,6 +30,12 @@ std::vector<std::string> environment(const Env& env) {
   vars["GIT_ASKPASS"] = "true";
   vars["GIT_OPTIONAL_LOCKS"] = "0";
   vars["LC_ALL"] = "C";
+  // A repository whose config splits its index would have git write the
+  // shared part beside GIT_DIR, the real .git, and leave the base's or the
+  // session's index naming a file their git dir does not have.
+  vars["GIT_CONFIG_COUNT"] = "1";
+  vars["GIT_CONFIG_KEY_0"] = "core.splitIndex";
+  vars["GIT_CONFIG_VALUE_0"] = "false";
   for (const auto& [k, v] : env.vars) vars[k] = v;
   std::vector<std::string> out;
   out.reserve(vars.size());

@@ -271,6 +271,37 @@ TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
   EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
+// Regression: with the repository's own config splitting its index, Chock's
+// git wrote the shared part into the real .git, and the session's index named
+// a file its git dir did not have (the call's `git status` exited 128).
+TEST(SharedBase, ARepositoryThatSplitsItsIndexGetsNoFileFromChocksGit) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 50, 8);
+  git_ok(f.project(), {"config", "core.splitIndex", "true"});
+  const auto shared_files = [&] {
+    std::vector<std::string> out;
+    DIR* d = ::opendir(f.file(".git").c_str());
+    if (d == nullptr) return out;
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name).rfind("sharedindex.", 0) == 0) out.emplace_back(e->d_name);
+    ::closedir(d);
+    return out;
+  };
+  ASSERT_TRUE(shared_files().empty());
+  Output first = f.run({"--keep"}, "git status --porcelain");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  EXPECT_EQ(first.out, "");
+  // The base's index is refreshed by the next session once a second has passed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  Output second =
+      f.run({"--keep"},
+            "git status --porcelain && echo x > m1/f1 && git add m1/f1 && git diff --cached --name-only");
+  ASSERT_EQ(second.status, 0) << describe(second);
+  EXPECT_EQ(second.out, "m1/f1\n");
+  EXPECT_EQ(shared_files(), std::vector<std::string>{});
+}
+
 // A root caller's base: checked out by git running as the run uid (only
 // CAP_DAC_READ_SEARCH kept, to read a repository the run uid could not), so
 // no file is chowned after and no session's git rehashes one; where root
