@@ -176,6 +176,9 @@ struct Session {
   // upper/ and work/ are its own layers. Empty: tree/ is a checkout of its own
   // (sessions made with --allow-dirty, and before shared bases).
   std::string shared_base;
+  // The base's shared index its admin dir links ("sharedindex.<hash>"),
+  // bound read-only in each call. Empty: the index is all its own (a copy).
+  std::string shared_index;
   std::string applied;  // the last session commit that reached the branch; empty none
   // overlay
   std::string lower;                      // the lower layer: the project itself, or a root caller's copy

@@ -27,6 +27,19 @@ namespace chock::workspace::bases {
 namespace {
 
 constexpr const char* kTmpPrefix = ".tmp.";
+constexpr const char* kSplitDir = "split";
+
+// The split index in `dir`: its `index` and its one sharedindex.<hash>.
+std::optional<SharedIndex> shared_index_in(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return std::nullopt;
+  std::vector<std::string> found;
+  while (dirent* e = ::readdir(d))
+    if (is_shared_index_name(e->d_name)) found.emplace_back(e->d_name);
+  ::closedir(d);
+  if (found.size() != 1 || !fs::exists(dir + "/index")) return std::nullopt;
+  return SharedIndex{dir + "/index", dir + "/" + found.front(), found.front()};
+}
 
 Expected<std::string> bases_dir(bool make) {
   return store::data_subdir("bases", 0755, make);
@@ -110,21 +123,69 @@ Expected<void> make_base(const std::string& dir, const build::Project& project, 
   return {};
 }
 
+// The base's settled index as git's split index, in split/: `index`, which
+// holds no entry and names `sharedindex.<hash>`, which holds them all. A
+// session copies the first (a few hundred bytes) and links the second into
+// its admin dir, where each call binds it read-only (sandbox_config.cpp): its
+// disk is its own changes, not a copy of every entry. Inside, the session's
+// config (git_view.cpp) has git write a shared index of its own whenever it
+// writes the index (maxPercentChange 0): it never names the base's in a split
+// index it writes, so it never sets its time, which a read-only file refuses
+// (git would warn at every `git add`). The base's is dated far ahead, so no
+// expiry (sharedIndexExpire) ever tries to unlink it.
+Expected<void> make_split(const std::string& dir, const std::string& common_dir, const std::string& commit) {
+  const std::string tmp = dir + "/" + kSplitDir + ".tmp";
+  if (auto r = fs::remove_tree(tmp); !r) return r;
+  if (auto r = fs::make_dirs(tmp, 0755); !r) return r;
+  // A git dir of the worktree kind (HEAD, commondir) that git writes the
+  // shared index into: never the real .git.
+  if (auto r = fs::write_file(tmp + "/HEAD", commit + "\n"); !r) return r;
+  if (auto r = fs::write_file(tmp + "/commondir", common_dir + "\n"); !r) return r;
+  if (auto r = fs::copy_entry(dir + "/index", tmp + "/index"); !r) return r;
+  auto split = git::run({"-c", "core.splitIndex=true", "update-index", "--split-index"},
+                        git::repo_env(tmp, "", tmp + "/index", {}));
+  if (!split) return std::move(split).error();
+  if (!split->ok()) return Error{"split the base's index: " + split->first_error_line(), dir, 0};
+  for (const char* f : {"/HEAD", "/commondir"})
+    if (::unlink((tmp + f).c_str()) != 0) return sys_error("unlink", tmp + f);
+  auto shared = shared_index_in(tmp);
+  if (!shared) return Error{"split the base's index: git wrote no shared index", tmp, 0};
+  constexpr std::int64_t kFiftyYears = 50LL * 366 * 24 * 3600;
+  const timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(std::time(nullptr) + kFiftyYears), 0}};
+  if (::utimensat(AT_FDCWD, shared->shared.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+    return sys_error("set the time of", shared->shared);
+  // Every later session links these: on the disk before they are in place.
+  for (const std::string& f : {shared->index, shared->shared}) {
+    UniqueFd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd || ::fsync(fd.get()) != 0) return sys_error("fsync", f);
+  }
+  const std::string to = dir + "/" + kSplitDir;
+  if (::rename(tmp.c_str(), to.c_str()) != 0) return sys_error("rename into place", to);
+  // The base grew: gc counts it again.
+  (void)::unlink((dir + ".size").c_str());
+  return {};
+}
+
 // Git (as Debian builds it, without USE_NSEC) treats every entry whose file
 // changed in the second its index was written as racily clean, and reads the
 // file to be sure: right after a checkout, that can be most of the tree. Once
 // a second has passed, one refresh of the base's index (under its exclusive
 // lock) settles it for every session made after: their `git status` trusts
 // the stat data and reads no file. The first session pays what a fresh
-// `git worktree add` pays.
-Expected<void> settle_index(Held& held, const std::string& common_dir, const std::string& lock_path) {
+// `git worktree add` pays. Then the settled index is split for the sessions
+// (make_split).
+Expected<void> settle_index(Held& held, const std::string& common_dir, const std::string& commit,
+                            const std::string& lock_path) {
   const std::string settled = held.dir + "/index.settled";
-  if (fs::exists(settled)) return {};
-  struct stat st {};
+  const std::string split = held.dir + "/" + kSplitDir;
+  if (fs::exists(settled) && fs::is_dir(split)) return {};
   const std::string index = held.dir + "/index";
-  if (::stat(index.c_str(), &st) != 0) return sys_error("stat", index);
-  if (static_cast<std::int64_t>(std::time(nullptr)) <= static_cast<std::int64_t>(st.st_mtim.tv_sec))
-    return {};
+  if (!fs::exists(settled)) {
+    struct stat st {};
+    if (::stat(index.c_str(), &st) != 0) return sys_error("stat", index);
+    if (static_cast<std::int64_t>(std::time(nullptr)) <= static_cast<std::int64_t>(st.st_mtim.tv_sec))
+      return {};
+  }
   if (auto r = lock(held.lock.get(), LOCK_EX, lock_path); !r) return r;
   if (!fs::exists(settled)) {
     auto env = git::repo_env(common_dir, held.dir + "/tree", index, {});
@@ -134,6 +195,8 @@ Expected<void> settle_index(Held& held, const std::string& common_dir, const std
       return Error{"refresh the base's index: " + refreshed->first_error_line(), index, 0};
     if (auto r = fs::write_file(settled, ""); !r) return r;
   }
+  if (!fs::is_dir(split))
+    if (auto r = make_split(held.dir, common_dir, commit); !r) return r;
   return lock(held.lock.get(), LOCK_SH, lock_path);
 }
 
@@ -199,6 +262,10 @@ std::string key(uid_t owner, const std::string& commit) {
   return std::to_string(owner) + "-" + commit;
 }
 
+std::optional<SharedIndex> shared_index(const std::string& base_dir) {
+  return shared_index_in(base_dir + "/" + kSplitDir);
+}
+
 Expected<std::vector<std::string>> layers_of(const std::string& k) {
   auto dir = bases_dir(false);
   if (!dir) return std::move(dir).error();
@@ -241,7 +308,8 @@ Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& 
     if (auto r = lock(held.lock.get(), LOCK_SH, lock_path); !r) return std::move(r).error();
   }
   if (!held.made)
-    if (auto r = settle_index(held, project.common_dir, lock_path); !r) return std::move(r).error();
+    if (auto r = settle_index(held, project.common_dir, project.head, lock_path); !r)
+      return std::move(r).error();
   // When it was last used, for gc: the lock file's time.
   (void)::futimens(held.lock.get(), nullptr);
   return held;

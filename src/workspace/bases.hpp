@@ -41,6 +41,15 @@ Expected<std::vector<std::string>> layers_below(const std::string& base_dir);
 // How deep a stack of derived bases grows before a fresh checkout starts a new one.
 inline constexpr std::size_t kMaxLayers = 8;
 
+// A base's index split for its sessions (bases.cpp, make_split): `index`,
+// no entry of its own, names `shared` (sharedindex.<hash>, `name`), every entry.
+struct SharedIndex {
+  std::string index, shared, name;
+};
+// The split index of the base in `base_dir`; none before the base is settled
+// (a second after its checkout), or in a base an older Chock made.
+std::optional<SharedIndex> shared_index(const std::string& base_dir);
+
 // A base held for a session being made: the shared lock and where it is.
 struct Held {
   UniqueFd lock;

@@ -198,6 +198,10 @@ Expected<std::string> generated_config(const std::string& real_common) {
   // root caller's base made without the capability to give is chowned: both
   // move a file's ctime, so size, mtime and inode tell a change.
   out += "[core]\n\ttrustctime = false\n";
+  // The session's index is split, its shared half the base's, read-only
+  // (bases.cpp, make_split): every write makes a shared half of its own, and
+  // the last one it made is all it keeps.
+  out += "[splitIndex]\n\tmaxPercentChange = 0\n\tsharedIndexExpire = now\n";
   return out;
 }
 

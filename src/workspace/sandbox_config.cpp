@@ -88,6 +88,10 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
              root + "/repo/objects", Access::read_only});
     config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
     config.binds.push_back(Bind{s.admin(), root + "/admin", Access::read_write});
+    // Every session at the commit reads this file: no call writes it.
+    if (!s.shared_index.empty())
+      config.binds.push_back(
+          Bind{s.admin() + "/" + s.shared_index, root + "/admin/" + s.shared_index, Access::read_only_file});
     // Carried directories over their place in the tree, the real one as the lower layer.
     for (std::size_t i = 0; i < s.carry.size(); ++i) {
       const std::string at = s.project + "/" + s.carry[i];

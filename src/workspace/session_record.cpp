@@ -83,16 +83,29 @@ Expected<void> validate_carry_path(const std::string& path) {
   return {};
 }
 
+namespace {
+
+// A SHA-1 or SHA-256 as git writes it: 40 or 64 lowercase hex digits.
+bool is_object_hash(std::string_view hash) {
+  if (hash.size() != 40 && hash.size() != 64) return false;
+  for (char c : hash)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+}  // namespace
+
 bool is_base_key(std::string_view name) {
   const auto dash = name.find('-');
   if (dash == 0 || dash == std::string_view::npos || dash > 10) return false;
   for (std::size_t i = 0; i < dash; ++i)
     if (name[i] < '0' || name[i] > '9') return false;
-  const std::string_view commit = name.substr(dash + 1);
-  if (commit.size() != 40 && commit.size() != 64) return false;
-  for (char c : commit)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
+  return is_object_hash(name.substr(dash + 1));
+}
+
+bool is_shared_index_name(std::string_view name) {
+  constexpr std::string_view prefix = "sharedindex.";
+  return name.starts_with(prefix) && is_object_hash(name.substr(prefix.size()));
 }
 
 namespace {
@@ -147,6 +160,7 @@ nlohmann::json session_record(const Session& s) {
       {"common_dir", s.common_dir},
       {"base", s.base},
       {"shared_base", s.shared_base},
+      {"shared_index", s.shared_index},
       {"applied", s.applied},
       {"lower", s.lower},
       {"carry_shift", carry_shifts},
@@ -185,6 +199,10 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
     if (j.contains("shared_base")) s.shared_base = j.at("shared_base").get<std::string>();
     if (!s.shared_base.empty() && !is_base_key(s.shared_base))
       return Error{"is damaged (a shared base that is not <uid>-<commit>)", "", 0};
+    // Sessions made before split indexes have an index of their own.
+    if (j.contains("shared_index")) s.shared_index = j.at("shared_index").get<std::string>();
+    if (!s.shared_index.empty() && (s.shared_base.empty() || !is_shared_index_name(s.shared_index)))
+      return Error{"is damaged (a shared index that is not sharedindex.<hash> of a shared base)", "", 0};
     s.applied = j.at("applied").get<std::string>();
     s.lower = j.at("lower").get<std::string>();
     if (j.contains("carry_shift"))

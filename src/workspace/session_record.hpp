@@ -21,5 +21,8 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
 // Whether `name` names a shared base: "<uid>-<commit>", the uid in decimal
 // (at most 10 digits), the commit 40 or 64 lowercase hex digits.
 bool is_base_key(std::string_view name);
+// Whether `name` names a git shared index: "sharedindex.<hash>", the hash
+// as in is_base_key.
+bool is_shared_index_name(std::string_view name);
 
 }  // namespace chock::workspace

@@ -193,20 +193,29 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   const gid_t gid = group_of(s.owner);
 
   if (!allow_dirty) {
-    // Over the commit's shared base: two directories and a copy of its index,
-    // whatever the size of the tree (bases.hpp). The lock is held until the
-    // session's record names the base.
+    // Over the commit's shared base: two directories and its index, whatever
+    // the size of the tree (bases.hpp): once the base is settled, the small
+    // half of its split index, the shared half linked (and bound read-only in
+    // each call); before, a copy. The lock is held until the session's
+    // record names the base.
     auto held = bases::hold(project, s.owner, progress, progress_after_ms);
     if (!held) return std::move(held).error();
     base_lock = std::move(held->lock);
     s.shared_base = bases::key(s.owner, s.base);
     for (const char* d : {"/upper", "/work"})
       if (auto r = fs::make_dirs(s.dir + d, 0755); !r) return r;
-    if (auto r = fs::copy_entry(held->dir + "/index", admin + "/index"); !r) return r;
+    const auto split = bases::shared_index(held->dir);
+    if (auto r = fs::copy_entry(split ? split->index : held->dir + "/index", admin + "/index"); !r) return r;
     if (auto r = cover_denied(s, s.deny, notes); !r) return r;
     if (root_caller)
       for (const char* d : {"/upper", "/work", "/git/admin", "/git/common"})
         if (auto r = fs::chown_tree(s.dir + d, s.owner, gid); !r) return r;
+    // Linked after the chown: the base's file stays whose it is.
+    if (split) {
+      const std::string link = admin + "/" + split->name;
+      if (::link(split->shared.c_str(), link.c_str()) != 0) return sys_error("link", link);
+      s.shared_index = split->name;
+    }
     return {};
   }
 

@@ -271,6 +271,81 @@ TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
   EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
+// Once the base is settled its index is split: each later session copies the
+// small half and links the shared one (every entry), bound read-only inside,
+// so a session's disk holds no copy of the index and no call changes what
+// the other sessions read; git inside works and says nothing of it.
+TEST(SharedBase, SessionsLinkTheBasesSharedIndexWhichNoCallCanChange) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 2000, 8);
+  Output first = f.run({"--keep"}, "true");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  // The next session settles the base once a second has passed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const std::string one = kept_session(f);
+  const std::string two = kept_session(f);
+  const auto made = bases_of(f).bases;
+  ASSERT_EQ(made.size(), 1U);
+  const std::string split = base_dir(f, made.front()) + "/split";
+  std::string name;
+  if (DIR* d = ::opendir(split.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name).rfind("sharedindex.", 0) == 0) name = e->d_name;
+    ::closedir(d);
+  }
+  ASSERT_FALSE(name.empty()) << "no split index in " << split;
+  struct stat shared {};
+  ASSERT_EQ(::stat((split + "/" + name).c_str(), &shared), 0);
+  EXPECT_GT(shared.st_size, 100000);
+  const std::string bytes = read_file(split + "/" + name);
+  for (const auto& id : {one, two}) {
+    const std::string admin = f.sessions() + "/" + id + "/git/admin";
+    struct stat linked {
+    }, index{};
+    ASSERT_EQ(::stat((admin + "/" + name).c_str(), &linked), 0);
+    EXPECT_EQ(linked.st_ino, shared.st_ino) << id;
+    ASSERT_EQ(::stat((admin + "/index").c_str(), &index), 0);
+    EXPECT_LT(index.st_size, 1024) << id << ": a copy of every entry";
+  }
+
+  const std::string at = "/run/chock/git/admin/" + name;
+  Output attack = f.chock({"run", "--session", one, "--", "sh", "-c",
+                           "printf x >> " + at + " || echo write-refused; touch " + at +
+                               " || echo time-refused; chmod 600 " + at + " || echo mode-refused; rm -f " +
+                               at + " || echo remove-refused; mv " + at +
+                               " /run/chock/git/admin/moved || echo rename-refused"});
+  EXPECT_EQ(attack.out, "write-refused\ntime-refused\nmode-refused\nremove-refused\nrename-refused\n")
+      << describe(attack);
+  // A root caller's file is not the run uid's either; an unprivileged
+  // caller's is its own, and only the read-only bind stops the write.
+  if (::geteuid() != 0) {
+    EXPECT_NE(attack.err.find("Read-only file system"), std::string::npos) << attack.err;
+  }
+  EXPECT_NE(attack.err.find("Device or resource busy"), std::string::npos) << attack.err;
+
+  const std::string files = std::to_string(lines(git_ok(f.project(), {"ls-files"})).size());
+  Output work = f.chock({"run", "--session", one, "--", "sh", "-c",
+                         "git status --porcelain && echo changed > m1/f1 && git add m1/f1 && "
+                         "git commit -qm change && git status --porcelain && git ls-files | wc -l && "
+                         "for i in 1 2 3; do echo $i > m2/f2 && git add m2/f2 || exit 9; done && "
+                         "ls /run/chock/git/admin | grep -c '^sharedindex\\.'"});
+  ASSERT_EQ(work.status, 0) << describe(work);
+  // The base's and the last of its own: git keeps no older one.
+  EXPECT_EQ(work.out, files + "\n2\n") << describe(work);
+  EXPECT_EQ(work.err.find("warning"), std::string::npos) << work.err;
+
+  struct stat after {};
+  ASSERT_EQ(::stat((split + "/" + name).c_str(), &after), 0);
+  EXPECT_EQ(read_file(split + "/" + name), bytes);
+  EXPECT_EQ(after.st_mtim.tv_sec, shared.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_mode, shared.st_mode);
+  Output other = f.chock({"run", "--session", two, "--", "sh", "-c",
+                          "git status --porcelain && git log -1 --format=%s && cat m1/f1"});
+  ASSERT_EQ(other.status, 0) << describe(other);
+  EXPECT_EQ(other.out, "many\nbbbbbbbb");
+}
+
 // Regression: with the repository's own config splitting its index, Chock's
 // git wrote the shared part into the real .git, and the session's index named
 // a file its git dir did not have (the call's `git status` exited 128).
