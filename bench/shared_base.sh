@@ -9,8 +9,8 @@
 #                  one untimed session a second later refreshed its index)
 #   next commit    the first session at a commit one file away from a base
 #   remove         `chock workspace remove ID` of a session
-#   du             the data directory after ten sessions at one commit,
-#                  against the base alone
+#   du             the data directory after ten sessions at one commit
+#                  (its base settled before them), against the base alone
 #   bench/shared_base.sh [CHOCK_BINARY] [FILES] [RUNS]
 # Prints a Markdown table of medians in ms. Each first session has a data
 # directory of its own, and the checkouts are deleted after the loop, outside
@@ -121,7 +121,13 @@ one_caller() {
         i=$((i + 1))
       done
       "$chock" workspace gc >/dev/null 2>&1
-      sleep 1
+      # The base made and settled (a second after its checkout, by the next
+      # session), then ten sessions: the data directory holds the base and them.
+      made=$(session)
+      sleep 1.1
+      "$chock" workspace remove "$(session)" >/dev/null 2>&1
+      "$chock" workspace remove "$made" >/dev/null 2>&1
+      swept
       ids=""
       i=0
       while [ $i -lt 10 ]; do ids="$ids $(session)"; i=$((i + 1)); done

@@ -1,7 +1,6 @@
 // Listing and removing sessions. Nothing is removed while it holds work
 // that has not come back, unless forced; a forced removal of a git session
 // parks its commits in the real repository first.
-#include "sandbox/overlay_holder.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/overlay_scan.hpp"
@@ -111,7 +110,6 @@ Expected<Ending> remove_if_empty(const std::string& id) {
   if (end.pending > 0 || !p.problem.empty()) return end;
   if (s.kind == Kind::git)
     (void)git::run({"update-ref", "-d", session_git::parked_ref(s)}, git::repo_env(s.common_dir));
-  sandbox::release_held_overlay(s.dir);  // its overlay goes before its layers do
   if (auto r = store::discard(s.dir); !r) return std::move(r).error();
   end.removed = true;
   return end;
@@ -160,7 +158,6 @@ Expected<std::string> remove(const std::string& id, bool force) {
                    "", 0};
     done += "; " + std::to_string(p.count) + " changed path(s) were discarded";
   }
-  sandbox::release_held_overlay(s.dir);  // its overlay goes before its layers do
   if (auto r = store::discard(s.dir); !r) return std::move(r).error();
   return done;
 }

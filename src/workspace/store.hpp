@@ -19,8 +19,9 @@ Expected<Session> make_session_dir(Kind kind, const std::string& project);
 Expected<std::vector<std::string>> session_ids();
 std::int64_t now();
 // Renames a removed session's directory into <data dir>/trash/, for
-// sweep_trash to delete: one rename, whatever its size. Where it cannot be
-// renamed there (another file system), deletes it now.
+// sweep_trash to delete: one rename, whatever its size; the session's held
+// overlay, if any, goes with it and is let go by the sweeper. Where it cannot
+// be renamed there (another file system), lets the overlay go and deletes it now.
 Expected<void> discard(const std::string& dir);
 
 }  // namespace chock::workspace::store

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/store.hpp"
@@ -63,9 +64,14 @@ Expected<void> discard(const std::string& dir) {
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, ".%016llx", static_cast<unsigned long long>(nonce));
   const std::string to = *trash + "/" + dir.substr(dir.rfind('/') + 1) + suffix;
+  // A held overlay (overlay_holder.hpp) moves with the directory and is let
+  // go by the sweeper: its going syncs the file system, which can take long.
   if (::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return {};
   // Not on the trash's file system (a workspaces directory mounted apart): deleted now.
-  if (errno == EXDEV) return fs::remove_tree(dir);
+  if (errno == EXDEV) {
+    sandbox::release_held_overlay(dir);  // its overlay goes before its layers do
+    return fs::remove_tree(dir);
+  }
   return sys_error("move to the trash", dir);
 }
 
@@ -87,6 +93,7 @@ Expected<std::size_t> sweep_trash() {
     auto entries = trash_entries(*trash);
     if (entries.empty()) break;
     for (const auto& name : entries) {
+      sandbox::release_held_overlay(*trash + "/" + name);  // a removed session's overlay goes first
       if (auto r = fs::remove_tree(*trash + "/" + name); !r) return std::move(r).error();
       ++removed;
     }

@@ -165,10 +165,11 @@ TEST_F(HeldOverlay, ACallThatKeepsNoneLetsAKeptOneGoFirst) {
   EXPECT_EQ(next.out, "one\ntwo\n") << describe(next);
 }
 
-TEST_F(HeldOverlay, RemovingTheSessionLetsItsOverlayGoFirst) {
+// The overlay moves into the trash with the session; the sweeper the removal
+// starts lets it go (a sync the person does not wait for), then deletes.
+TEST_F(HeldOverlay, RemovingTheSessionLetsItsOverlayGoBeforeItsLayersAreDeleted) {
   Output removed = f.chock({"workspace", "remove", id, "--force"});
   ASSERT_EQ(removed.status, 0) << describe(removed);
-  // The removal returned once the holder had let go: it ends at once.
   EXPECT_TRUE(ended_within(holder.get(), 2s)) << "the holder outlived its session's removal";
 }
 
