@@ -30,7 +30,13 @@
 //                       overlay is held, which still works in it)
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
-//   git/admin/          git: the worktree's own admin dir (HEAD, index, logs)
+//   git/admin/          git: the worktree's own admin dir (HEAD, index, logs);
+//                       over a settled base, its index is the small half of
+//                       a split index and sharedindex.<hash> (every entry) a
+//                       hard link to the base's, bound read-only in each
+//                       call (Session::shared_index); the session's git
+//                       writes a shared half of its own when it writes
+//                       the index (git_view.cpp's config)
 //   git/common/         git: a private common dir: a config Chock generates,
 //                       the session's objects, its own refs/ and
 //                       packed-refs, and relative links into view/
@@ -53,10 +59,12 @@
 // Beside workspaces/:
 //
 //   bases/<uid>-<commit>/  one read-only checkout of a commit (tree/, its
-//                       index, index.settled), owned by the uid calls run as
+//                       index, index.settled, split/: that index split, made
+//                       when it is settled), owned by the uid calls run as
 //                       and shared by every git session at that commit: a
-//                       new session is two directories and a copy of the
-//                       index, whatever the size of the tree; its git status
+//                       new session is two directories and the small half of
+//                       the split index (before it is settled, a copy of the
+//                       index), whatever the size of the tree; its git status
 //                       trusts the index's stat data (overlay keeps the base's
 //                       inode numbers and times). Made under
 //                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and
@@ -81,8 +89,9 @@
 //                       .bases_max_size; <key>.size keeps its size), never
 //                       while a session uses it or is being made over it.
 //   trash/              what a removal renamed out of the way (one rename,
-//                       whatever the size); deleted after by a sweeper the
-//                       person does not wait for (sweep_trash)
+//                       whatever the size, a held overlay with it); deleted
+//                       after by a sweeper the person does not wait for, which
+//                       lets that overlay go first (sweep_trash)
 //   git-cache/          per repository, git's listing of its config (with the
 //                       SHA-256 of the bytes listed) and its branches and
 //                       tags (with their stamp): a new session of an

@@ -1,11 +1,12 @@
 // Shared bases: one read-only checkout per commit (and per uid the calls run
 // as), kept in <data dir>/bases/<uid>-<commit>/ (tree/ and its index). A git
 // session at that commit is an overlay: the base is its lower layer, its own
-// upper/ holds what its calls change, and its index starts as a copy of the
-// base's (same inodes and times through the overlay, so `git status` inside
-// trusts the stat data and reads no file). A base is made in a temporary
-// directory and renamed into place once complete: a crash leaves none half
-// made that a session would use.
+// upper/ holds what its calls change, and its index is the base's (same
+// inodes and times through the overlay, so `git status` inside trusts the
+// stat data and reads no file): a copy until the base is settled, then the
+// small half of the base's split index, the shared half linked (split/,
+// SharedIndex). A base is made in a temporary directory and renamed into
+// place once complete: a crash leaves none half made that a session would use.
 //
 // Locks: <key>.lock beside the base, shared by a session being made over it
 // (until its session.json names the base), exclusive while the base is made
