@@ -59,10 +59,12 @@ struct Overlay {
   // `hold_idle` without a call once `hold_lock` (the session's mounts lock)
   // is free; not kept where `hold_idle` is 0 (nor where `hold_dir` is empty,
   // which the caller also reads as: no holder to let go first). Only for
-  // lower layers that never change.
+  // lower layers that never change, or that the holder watches
+  // (`hold_watch_lower`: it lets go at their first change).
   std::string hold_dir = {};
   std::string hold_lock = {};
   std::chrono::milliseconds hold_idle{0};
+  bool hold_watch_lower = false;
   // A clone of this overlay handed over by its holder for this call, attached
   // instead of making one: borrowed until spawn returns, -1 none.
   int held = -1;

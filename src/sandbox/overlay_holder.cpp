@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include "sandbox/tree_watch.hpp"
 #include "util/fd_passing.hpp"
 #include "util/syscalls.hpp"
 
@@ -97,6 +98,7 @@ struct Holder {
   std::size_t key_size;
   int idle_ms;
   bool own_namespaces;  // an unprivileged caller's: clones need a mount namespace of its own
+  int watch = -1;       // readable at the lower layer's first change (tree_watch.hpp); -1 none
 };
 
 bool write_proc_self(const char* name, const char* text) noexcept {
@@ -178,9 +180,12 @@ void serve_one(const Holder& h, int c) noexcept {
   // (the caller bound and listened, so that no request found nothing there).
   sys::raw(SYS_listen, h.listener, 4);
   for (;;) {
-    pollfd p{h.listener, POLLIN, 0};
+    pollfd p[2] = {{h.listener, POLLIN, 0}, {h.watch, POLLIN, 0}};
     const timespec idle{h.idle_ms / 1000, static_cast<long>(h.idle_ms % 1000) * 1'000'000L};
-    const long ready = sys::raw(SYS_ppoll, sys::arg(&p), 1, sys::arg(&idle), 0, 0);
+    const long ready = sys::raw(SYS_ppoll, sys::arg(p), h.watch >= 0 ? 2 : 1, sys::arg(&idle), 0, 0);
+    // The lower layer changed: the next call makes an overlay that sees it
+    // (one running now keeps its own clone until its end).
+    if (ready > 0 && h.watch >= 0 && p[1].revents != 0) let_go(h, -1);
     if (ready == 0) {
       // Idle: let go once no call is between taking the mounts lock and its
       // sandbox being gone (nor the session's directory removed meanwhile).
@@ -191,7 +196,7 @@ void serve_one(const Holder& h, int c) noexcept {
       continue;
     }
     if (ready < 0) continue;
-    if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) let_go(h, -1);
+    if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) let_go(h, -1);
     const long c = sys::raw(SYS_accept4, h.listener, 0, 0, SOCK_CLOEXEC);
     if (c < 0) continue;
     serve_one(h, static_cast<int>(c));
@@ -202,7 +207,7 @@ void serve_one(const Holder& h, int c) noexcept {
 }  // namespace
 
 int overlay_holder_main(int argc, char** argv) {
-  if (argc != 5) return 2;
+  if (argc != 5 && argc != 6) return 2;
   char* end = nullptr;
   const long idle = std::strtol(argv[2], &end, 10);
   if (*end != '\0' || idle <= 0 || idle > 3'600'000) return 2;
@@ -222,8 +227,21 @@ int overlay_holder_main(int argc, char** argv) {
   if (!S_ISSOCK(st[0].st_mode) || !S_ISDIR(st[1].st_mode) || !S_ISREG(st[2].st_mode) ||
       !S_ISDIR(st[3].st_mode))
     return 2;
-  const Holder h{kFirstKept, kFirstKept + 1, kFirstKept + 2,         kFirstKept + 3,
-                 key.data(), key.size(),     static_cast<int>(idle), std::string_view(argv[3]) == "1"};
+  Holder h{kFirstKept, kFirstKept + 1, kFirstKept + 2,         kFirstKept + 3,
+           key.data(), key.size(),     static_cast<int>(idle), std::string_view(argv[3]) == "1"};
+  if (argc == 6) {
+    const long long since = std::strtoll(argv[5], &end, 10);
+    struct stat lower {};
+    if (*end != '\0' || since <= 0 || ::fstat(kFirstKept + 4, &lower) != 0 || !S_ISDIR(lower.st_mode))
+      return 2;
+    // A coarse clock can date a change a tick before `since`: a margin, which
+    // at worst lets go of an overlay that was fine.
+    constexpr long long kClockMargin = 50'000'000;
+    UniqueFd watch = watch_tree(kFirstKept + 4, since - kClockMargin);
+    ::close(kFirstKept + 4);
+    if (!watch) let_go(h, -1);
+    h.watch = watch.release();
+  }
   hold(h);
 }
 
@@ -268,14 +286,15 @@ std::string hold_key(const Overlay& overlay) {
   return key;
 }
 
-void PendingHolds::plan(const Config& config, MountPlan& plan) {
+void PendingHolds::plan(const Config& config, MountPlan& plan, std::int64_t since_ns) {
   for (auto& op : plan.ops) {
     if (op.kind != MountOp::Kind::overlay || op.hold_index < 0 ||
         static_cast<std::size_t>(op.hold_index) >= config.overlays.size())
       continue;
     const Overlay& o = config.overlays[static_cast<std::size_t>(op.hold_index)];
-    requests_.push_back(
-        {op.hold_index, o.hold_dir, o.hold_lock, hold_key(o), o.hold_idle, std::move(op.hold_clone), false});
+    requests_.push_back({op.hold_index, o.hold_dir, o.hold_lock, hold_key(o), o.hold_idle,
+                         o.hold_watch_lower ? o.lower : std::string(), since_ns, std::move(op.hold_clone),
+                         false});
   }
 }
 
@@ -292,15 +311,21 @@ void PendingHolds::start_ready() noexcept {
     if (!r.clone || r.done) continue;
     r.done = true;
     try {
-      (void)hold_overlay(r.dir, r.lock, r.key, std::move(r.clone), r.idle);
+      UniqueFd lower;
+      if (!r.watch.empty()) {
+        lower.reset(::open(r.watch.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!lower) continue;  // a lower layer that cannot be watched is not held over
+      }
+      (void)hold_overlay(r.dir, r.lock, r.key, std::move(r.clone), r.idle, lower.get(), r.since_ns);
     } catch (...) {  // memory for a message: nothing held, nothing lost
     }
   }
 }
 
 Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path, std::string_view key,
-                            UniqueFd mount, std::chrono::milliseconds idle) {
-  if (key.size() > kMaxKey || idle.count() <= 0) return false;
+                            UniqueFd mount, std::chrono::milliseconds idle, int watch,
+                            std::int64_t since_ns) {
+  if (key.size() > kMaxKey || idle.count() <= 0 || (watch >= 0 && since_ns <= 0)) return false;
   const bool own_namespaces = ::geteuid() != 0;
   if (!own_namespaces) {
     // Where this kernel will not clone a detached mount, a holder has nothing to give.
@@ -337,9 +362,17 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
   char mode[] = "--hold-overlay";
   char own[] = "1";
   char not_own[] = "0";
-  char* const argv[] = {arg0, mode, idle_text.data(), own_namespaces ? own : not_own, hex.data(), nullptr};
+  std::string since_text = std::to_string(since_ns);
+  char* const argv[] = {arg0,
+                        mode,
+                        idle_text.data(),
+                        own_namespaces ? own : not_own,
+                        hex.data(),
+                        watch >= 0 ? since_text.data() : nullptr,
+                        nullptr};
   char* const envp[] = {nullptr};
-  const std::array<int, 4> fds{listener.get(), mount.get(), lock.get(), d.get()};
+  const std::array<int, 5> fds{listener.get(), mount.get(), lock.get(), d.get(), watch};
+  const int kept = watch >= 0 ? 5 : 4;
   const long middle = sys::raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (middle < 0) {
     (void)::unlinkat(d.get(), kHolderSocket, 0);
@@ -350,13 +383,13 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
     sys::raw(SYS_setsid);
     const long holder = sys::raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (holder != 0) sys::raw(SYS_exit_group, holder < 0 ? 1 : 0);
-    for (const int fd : fds)
-      if (fd >= kFirstKept) sys::raw(SYS_exit_group, 1);
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kept; ++i)
+      if (fds[static_cast<std::size_t>(i)] >= kFirstKept) sys::raw(SYS_exit_group, 1);
+    for (int i = 0; i < kept; ++i)
       if (sys::raw(SYS_dup2, fds[static_cast<std::size_t>(i)], kFirstKept + i) != kFirstKept + i)
         sys::raw(SYS_exit_group, 1);
     sys::raw(SYS_close_range, 0, kFirstKept - 1, 0);
-    sys::raw(SYS_close_range, kFirstKept + 4, ~0U, 0);
+    sys::raw(SYS_close_range, kFirstKept + kept, ~0U, 0);
     if (sys::raw(SYS_openat, AT_FDCWD, sys::arg("/dev/null"), O_RDWR) != 0 || sys::raw(SYS_dup2, 0, 1) != 1 ||
         sys::raw(SYS_dup2, 0, 2) != 2)
       sys::raw(SYS_exit_group, 1);

@@ -11,14 +11,18 @@
 // lock, when a call asks with another key (the session's layers changed),
 // or when asked to (release_held_overlay).
 //
-// Only an overlay whose lower layers do not change is held (a shared base):
-// overlayfs does not promise to see changes made beneath it while mounted.
+// overlayfs does not promise to see changes made beneath it while mounted:
+// an overlay is held only where its lower layers do not change (a shared
+// base), or where the holder watches the lower layer (a session's project,
+// tree_watch.hpp) and lets go at its first change, or at one made since the
+// call began to make the overlay.
 // The holder listens on a Unix socket in the session's directory (0700, the
 // caller's; never mounted into a call), answers only its own uid, and holds
 // nothing of its caller's but the mount, the socket and the lock file.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,13 +53,17 @@ void release_held_overlay(const std::string& dir) noexcept;
 // request once it can take `lock_path` (the session's mounts lock). Called
 // with that lock held. False where this kernel will not clone a detached
 // mount (the holder could hand out nothing) or the holder could not start.
+// `watch` (a directory descriptor, or -1): the lower layer to watch for a
+// change since `since_ns` (unix time, ns: before the overlay was made).
 [[nodiscard]] Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path,
                                           std::string_view key, UniqueFd mount,
-                                          std::chrono::milliseconds idle);
+                                          std::chrono::milliseconds idle, int watch = -1,
+                                          std::int64_t since_ns = 0);
 
-// The holder's own program: `chock --hold-overlay IDLE_MS OWN_NAMESPACES KEY`
-// (the key in hex), run by hold_overlay and by nothing else; it never returns
-// but with 2 for arguments it was not given so.
+// The holder's own program: `chock --hold-overlay IDLE_MS OWN_NAMESPACES KEY
+// [SINCE_NS]` (the key in hex; SINCE_NS: the lower layer to watch is at one
+// more descriptor), run by hold_overlay and by nothing else; it never
+// returns but with 2 for arguments it was not given so.
 inline constexpr const char* kHoldOverlayArg = "--hold-overlay";
 [[nodiscard]] int overlay_holder_main(int argc, char** argv);
 
@@ -67,7 +75,8 @@ inline constexpr const char* kHoldOverlayArg = "--hold-overlay";
 // (Record::held_overlay); each goes to a holder of its own as it comes.
 class PendingHolds {
  public:
-  void plan(const Config& config, MountPlan& plan);
+  // `since_ns`: the call's time before it made any overlay (unix time, ns).
+  void plan(const Config& config, MountPlan& plan, std::int64_t since_ns);
   void offer(int overlay_index, UniqueFd clone) noexcept;
   // Best effort: an overlay not held is made again by the next call.
   void start_ready() noexcept;
@@ -77,6 +86,8 @@ class PendingHolds {
     int index = -1;
     std::string dir, lock, key;
     std::chrono::milliseconds idle{0};
+    std::string watch;  // the lower layer to watch; empty none
+    std::int64_t since_ns = 0;
     UniqueFd clone;
     bool done = false;
   };

@@ -525,9 +525,13 @@ class Middle {
 // keeps to name a failed step.
 Expected<void> prepare_plan(const Config& config, const LimitsSetup& limits, sandbox::Launch& l,
                             Child::State& state) {
+  // Before any overlay is made: a change to a watched lower layer after it is one the holder lets go for.
+  timespec before{};
+  ::clock_gettime(CLOCK_REALTIME, &before);
   if (auto prepared = sandbox::prepare_launch(config, limits, l, state.labels); !prepared)
     return std::move(prepared).error();
-  state.holds.plan(config, l.mounts);
+  state.holds.plan(config, l.mounts,
+                   static_cast<std::int64_t>(before.tv_sec) * 1'000'000'000 + before.tv_nsec);
   l.keep_fds = {0, 1, 2, l.channel.get(), l.dev_null.get(), l.caller_pidfd.get()};
   l.setup_fds = {l.dev_null.get()};
   if (l.broker_fd >= 0) {

@@ -26,6 +26,17 @@ std::chrono::milliseconds hold_idle() {
   return std::chrono::milliseconds(ms);
 }
 
+// The session's overlay kept mounted for its next call (overlay_holder.hpp);
+// where hold_idle is 0, one kept before is let go, not mounted beside. A
+// task's runs beside the calls: never kept, never letting go.
+void keep_for_next_call(Overlay& o, const Session& s, Mounter mounter, bool watch_lower) {
+  if (mounter == Mounter::task) return;
+  o.hold_dir = s.dir;
+  o.hold_lock = s.dir + "/mounts.lock";
+  o.hold_watch_lower = watch_lower;
+  if (mounter == Mounter::kept_call) o.hold_idle = hold_idle();
+}
+
 bool is_within(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
                          (dir == "/" || path[dir.size()] == '/'));
@@ -58,13 +69,8 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
                        lower, ENOENT};
       config.overlays.push_back(Overlay{lowers->front(), s.upper(), s.work(), s.project,
                                         std::vector<std::string>(lowers->begin() + 1, lowers->end())});
-      // A base never changes under it: kept mounted for the session's next
-      // call (where hold_idle is 0, one kept before is let go, not mounted beside).
-      if (mounter != Mounter::task) {
-        config.overlays.back().hold_dir = s.dir;
-        config.overlays.back().hold_lock = s.dir + "/mounts.lock";
-        if (mounter == Mounter::kept_call) config.overlays.back().hold_idle = hold_idle();
-      }
+      // A base never changes under it.
+      keep_for_next_call(config.overlays.back(), s, mounter, false);
       // chock.zon as the tree shows it: the topmost layer that has it (a
       // whiteout, or anything but a file, ends the search with none).
       std::vector<std::string> layers{s.upper()};
@@ -104,6 +110,8 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     }
   } else {
     config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project, {}, s.lower_shift});
+    // The person goes on changing the project: its first change lets the overlay go.
+    keep_for_next_call(config.overlays.back(), s, mounter, true);
   }
   config.cwd = is_within(host_cwd, s.project) ? host_cwd : s.project;
   if (config.env) {

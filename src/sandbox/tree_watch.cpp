@@ -1,0 +1,76 @@
+#include "sandbox/tree_watch.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace chock::sandbox {
+
+namespace {
+
+// What changes a tree; reads and opens do not.
+constexpr std::uint32_t kChanges = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE |
+                                   IN_DELETE_SELF | IN_MOVED_FROM | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR;
+
+std::int64_t ctime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
+
+}  // namespace
+
+UniqueFd watch_tree(int root, std::int64_t since_ns, std::size_t max_dirs) {
+  UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!watch) return {};
+  struct stat root_st {};
+  if (::fstat(root, &root_st) != 0 || !S_ISDIR(root_st.st_mode)) return {};
+  // Paths below the root, not descriptors: a wide tree would run out of them.
+  std::vector<std::string> pending{"."};
+  std::size_t dirs = 0;
+  while (!pending.empty()) {
+    const std::string rel = std::move(pending.back());
+    pending.pop_back();
+    if (++dirs > max_dirs) return {};
+    const int fd = ::openat(root, rel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return {};  // gone or replaced since its parent was read: a change
+    DIR* dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+      ::close(fd);
+      return {};
+    }
+    // The watch first, then the directory's own time and its entries': a
+    // change after this is an event, one before it a ctime at or after since_ns.
+    char path[48];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    struct stat st {};
+    bool unchanged = ::inotify_add_watch(watch.get(), path, kChanges) >= 0 && ::fstat(fd, &st) == 0 &&
+                     st.st_dev == root_st.st_dev && ctime_ns(st) < since_ns;
+    while (unchanged) {
+      errno = 0;
+      const dirent* e = ::readdir(dir);
+      if (e == nullptr) {
+        unchanged = errno == 0;
+        break;
+      }
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || ctime_ns(st) >= since_ns) {
+        unchanged = false;
+        break;
+      }
+      // Another file system below: overlayfs shows the directory it covers, empty.
+      if (S_ISDIR(st.st_mode) && st.st_dev == root_st.st_dev) pending.push_back(rel + "/" + name);
+    }
+    ::closedir(dir);
+    if (!unchanged) return {};
+  }
+  return watch;
+}
+
+}  // namespace chock::sandbox
