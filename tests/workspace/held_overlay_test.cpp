@@ -1,7 +1,8 @@
-// A session's overlay over its shared base, kept mounted between its calls
+// A session's overlay, kept mounted between its calls
 // (src/sandbox/overlay_holder.hpp): the next call attaches the overlay the
 // last one made instead of making its own, and the holder lets it go when
-// idle, when the session is removed, and for no caller but its own uid.
+// idle, when the session is removed, when the project below a not-git
+// session's changes, and for no caller but its own uid.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -95,9 +96,12 @@ bool ended_within(int pidfd, std::chrono::milliseconds wait) {
 // not clone a detached mount).
 class HeldOverlay : public ::testing::Test {
  protected:
+  virtual void init_project() { f.init_git(); }
+  // The first call: new.txt written, b.txt read, c.txt looked for (the
+  // overlay then knows of both).
   void SetUp() override {
-    f.init_git();
-    id = kept_session(f, "echo one > new.txt");
+    init_project();
+    id = kept_session(f, "echo one > new.txt && cat b.txt >/dev/null && ! test -e c.txt");
     ASSERT_FALSE(id.empty());
     dir = f.sessions() + "/" + id;
     if (!exists(dir + "/overlay.sock"))
@@ -120,7 +124,19 @@ class HeldBriefly : public HeldOverlay {
   }
 };
 
-TEST_F(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
+// A session of a project that is not git: its overlay's lower layer is the
+// project itself, which the holder watches.
+class HeldOverProject : public HeldOverlay {
+ protected:
+  void init_project() override {
+    f.init_plain();
+    // Older than the first call by more than the holder's margin for a
+    // coarse clock: else it sees the project as changed since, and holds none.
+    std::this_thread::sleep_for(100ms);
+  }
+};
+
+void next_call_attaches_the_held_overlay(const Fixture& f, const std::string& id, const std::string& dir) {
   Output call;
   const auto events = events_in(dir + "/work", [&] {
     call = f.run({"--session", id},
@@ -133,6 +149,28 @@ TEST_F(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
   Output next = f.run({"--session", id}, "cat new.txt");
   EXPECT_EQ(next.out, "one\ntwo\n") << describe(next);
   EXPECT_TRUE(exists(dir + "/upper/new.txt"));
+}
+
+TEST_F(HeldOverlay, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
+  next_call_attaches_the_held_overlay(f, id, dir);
+}
+
+TEST_F(HeldOverProject, ASessionsNextCallAttachesTheOverlayTheLastCallMade) {
+  next_call_attaches_the_held_overlay(f, id, dir);
+}
+
+// Beneath a mounted overlay a file read could still show, a file looked for
+// still be missing: the holder lets go at the project's first change, and
+// the next call mounts an overlay of the project as it is.
+TEST_F(HeldOverProject, AChangeToTheProjectLetsItGoAndTheNextCallSeesTheProjectAsItIs) {
+  write_file(f.file("a.txt"), "changed\n");
+  ASSERT_EQ(::unlink(f.file("b.txt").c_str()), 0);
+  write_file(f.file("c.txt"), "new\n");
+  EXPECT_TRUE(ended_within(holder.get(), 2s)) << "the holder outlived a change to the project";
+  Output call =
+      f.run({"--session", id}, "cat a.txt; cat b.txt 2>/dev/null && echo b-is-there; cat c.txt new.txt");
+  ASSERT_EQ(call.status, 0) << describe(call);
+  EXPECT_EQ(call.out, "changed\nnew\none\n") << describe(call);
 }
 
 TEST_F(HeldBriefly, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
