@@ -18,7 +18,7 @@
 //                       the next calls, until idle for CHOCK_OVERLAY_HOLD_MS
 //                       (20 s), removed, or changed from outside (a deny's
 //                       notice, a carry's mount point): overlay_holder.hpp
-//   overlay.sock        git: where that holder listens (its uid only)
+//   overlay.sock        where that holder listens (its uid only)
 //   work/t-<nonce>/     a task's mount's work directory: overlayfs empties
 //                       and remakes the one it is given at each mount, and
 //                       later calls mount beside a running task (calls, one
@@ -52,7 +52,10 @@
 //   carry/<n>/upper,work git: the layers of the n-th carried directory
 //                       (.carry), over the real one, at its path inside
 //                       (a task's mount works in work/t-<nonce>/, as above)
-//   upper/ work/        overlay: the layers over the project
+//   upper/ work/        overlay: the layers over the project, kept mounted
+//                       between calls as a git session's are, the project
+//                       watched by the holder, which lets go at its first
+//                       change (sandbox/tree_watch.hpp)
 //   lower/              overlay, root callers where the project cannot be
 //                       idmapped: a copy of the project
 //
