@@ -65,7 +65,8 @@ UniqueFd watch_tree(int root, std::int64_t since_ns, std::size_t max_dirs) {
         break;
       }
       // Another file system below: overlayfs shows the directory it covers, empty.
-      if (S_ISDIR(st.st_mode) && st.st_dev == root_st.st_dev) pending.push_back(rel + "/" + name);
+      if (S_ISDIR(st.st_mode) && st.st_dev == root_st.st_dev)
+        pending.push_back(std::string(rel).append("/").append(name));
     }
     ::closedir(dir);
     if (!unchanged) return {};
