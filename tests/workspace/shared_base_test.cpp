@@ -247,14 +247,31 @@ TEST(SharedBase, ADerivedBaseTakesNamesThatLookLikePatternsAsNames) {
   EXPECT_EQ(got, expected) << layer.out;
 }
 
-TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
-  Fixture f;
+// The names of git's shared index files (sharedindex.<hash>) in `dir`.
+std::vector<std::string> shared_indexes_in(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d))
+    if (std::string(e->d_name).rfind("sharedindex.", 0) == 0) out.emplace_back(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+// A git project of `count` files committed, its base made by a first
+// session a second ago: the next session settles it (git trusts the stat
+// data of files older than its index by a second: racy git), and splits its index.
+void base_a_second_old(Fixture& f, int count, std::size_t bytes) {
   f.init_git();
-  many_files(f, 300, 16);
+  many_files(f, count, bytes);
   Output first = f.run({"--keep"}, "true");
   ASSERT_EQ(first.status, 0) << describe(first);
-  // Git trusts the stat data of files older than its index by a second (racy git).
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+}
+
+TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(base_a_second_old(f, 300, 16));
   Output second = f.run({"--keep"}, "true");
   ASSERT_EQ(second.status, 0) << describe(second);
   const std::string index = f.sessions() + "/" + session_id(second) + "/git/admin/index";
@@ -277,24 +294,15 @@ TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
 // the other sessions read; git inside works and says nothing of it.
 TEST(SharedBase, SessionsLinkTheBasesSharedIndexWhichNoCallCanChange) {
   Fixture f;
-  f.init_git();
-  many_files(f, 2000, 8);
-  Output first = f.run({"--keep"}, "true");
-  ASSERT_EQ(first.status, 0) << describe(first);
-  // The next session settles the base once a second has passed.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_NO_FATAL_FAILURE(base_a_second_old(f, 2000, 8));
   const std::string one = kept_session(f);
   const std::string two = kept_session(f);
   const auto made = bases_of(f).bases;
   ASSERT_EQ(made.size(), 1U);
   const std::string split = base_dir(f, made.front()) + "/split";
-  std::string name;
-  if (DIR* d = ::opendir(split.c_str())) {
-    while (dirent* e = ::readdir(d))
-      if (std::string(e->d_name).rfind("sharedindex.", 0) == 0) name = e->d_name;
-    ::closedir(d);
-  }
-  ASSERT_FALSE(name.empty()) << "no split index in " << split;
+  const auto names = shared_indexes_in(split);
+  ASSERT_EQ(names.size(), 1U) << "no split index in " << split;
+  const std::string& name = names.front();
   struct stat shared {};
   ASSERT_EQ(::stat((split + "/" + name).c_str(), &shared), 0);
   EXPECT_GT(shared.st_size, 100000);
@@ -354,15 +362,7 @@ TEST(SharedBase, ARepositoryThatSplitsItsIndexGetsNoFileFromChocksGit) {
   f.init_git();
   many_files(f, 50, 8);
   git_ok(f.project(), {"config", "core.splitIndex", "true"});
-  const auto shared_files = [&] {
-    std::vector<std::string> out;
-    DIR* d = ::opendir(f.file(".git").c_str());
-    if (d == nullptr) return out;
-    while (dirent* e = ::readdir(d))
-      if (std::string(e->d_name).rfind("sharedindex.", 0) == 0) out.emplace_back(e->d_name);
-    ::closedir(d);
-    return out;
-  };
+  const auto shared_files = [&] { return shared_indexes_in(f.file(".git")); };
   ASSERT_TRUE(shared_files().empty());
   Output first = f.run({"--keep"}, "git status --porcelain");
   ASSERT_EQ(first.status, 0) << describe(first);
@@ -408,6 +408,8 @@ TEST(SharedBase, ARootCallersBaseIsCheckedOutByTheRunUidWithNothingChowned) {
   if (run_process({"strace", "-V"}).status != 0)
     GTEST_SKIP() << "strace is not installed (scripts/install-deps)";
   Fixture f;
+  // strace follows a holder to its end: no overlay is kept (idle 20 s a run).
+  f.set_env("CHOCK_OVERLAY_HOLD_MS", "0");
   f.init_git();
   many_files(f, 300, 64);
   // The project is root's alone: the run uid reaches it only through the capability.
