@@ -30,6 +30,8 @@ constexpr const char* kPhaseNames[] = {"new session", "call in a session", "appl
 class Faults : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Kept sessions' overlays are held, briefly: `strace -f` waits for a holder to end.
+    f.set_env("CHOCK_OVERLAY_HOLD_MS", "300");
     f.init_git();
     marker_ = "reliability-" + std::to_string(::getpid());
   }
