@@ -195,8 +195,15 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
   restore.vars.emplace_back("GIT_LITERAL_PATHSPECS", "1");  // a name is a name, never a pattern
   for (const auto& p : (*changes)->written) restore.stdin_data.append(p).push_back('\0');
   for (const auto& p : (*changes)->gone) restore.stdin_data.append(p).push_back('\0');
-  const std::vector<std::string> args{"restore",    "--source=" + project.head, "--staged",
-                                      "--worktree", "--pathspec-from-file=-",   "--pathspec-file-nul"};
+  // No preload: threads that lstat every entry in parallel, for a pathspec of a few.
+  const std::vector<std::string> args{"-c",
+                                      "core.preloadIndex=false",
+                                      "restore",
+                                      "--source=" + project.head,
+                                      "--staged",
+                                      "--worktree",
+                                      "--pathspec-from-file=-",
+                                      "--pathspec-file-nul"};
   bool chown_after = false;
   if (!restore.stdin_data.empty()) {  // else the same tree: the donor's index as it is
     if (root_caller) restore.as = as_run_uid(given.uid, given.gid);
