@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -17,24 +18,31 @@ namespace {
 
 // How long a session's overlay stays mounted after its last call:
 // CHOCK_OVERLAY_HOLD_MS (0: not kept), else 20 seconds.
-std::chrono::milliseconds hold_idle() {
+Expected<std::chrono::milliseconds> hold_idle() {
   const char* given = std::getenv("CHOCK_OVERLAY_HOLD_MS");
-  if (given == nullptr || *given == '\0') return std::chrono::seconds(20);
+  if (given == nullptr || *given == '\0') return std::chrono::milliseconds(std::chrono::seconds(20));
   char* end = nullptr;
+  errno = 0;
   const unsigned long long ms = std::strtoull(given, &end, 10);
-  if (*end != '\0' || ms > 3'600'000) return std::chrono::seconds(20);
+  if (*end != '\0' || errno != 0 || ms > 3'600'000 || *given < '0' || *given > '9')
+    return Error{std::string("CHOCK_OVERLAY_HOLD_MS=") + given +
+                     " in chock's environment: not milliseconds from 0 (keep no overlay between calls) to 3600000",
+                 "", 0, Errc::bad_config};
   return std::chrono::milliseconds(ms);
 }
 
 // The session's overlay kept mounted for its next call (overlay_holder.hpp);
 // where hold_idle is 0, one kept before is let go, not mounted beside. A
 // task's runs beside the calls: never kept, never letting go.
-void keep_for_next_call(Overlay& o, const Session& s, Mounter mounter, bool watch_lower) {
-  if (mounter == Mounter::task) return;
+Expected<void> keep_for_next_call(Overlay& o, const Session& s, Mounter mounter, bool watch_lower) {
+  if (mounter == Mounter::task) return {};
   o.hold_dir = s.dir;
   o.hold_lock = s.dir + "/mounts.lock";
   o.hold_watch_lower = watch_lower;
-  if (mounter == Mounter::kept_call) o.hold_idle = hold_idle();
+  auto idle = hold_idle();  // checked for every call: a bad value is said, not ignored
+  if (!idle) return std::move(idle).error();
+  if (mounter == Mounter::kept_call) o.hold_idle = *idle;
+  return {};
 }
 
 bool is_within(const std::string& path, const std::string& dir) {
@@ -70,7 +78,7 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
       config.overlays.push_back(Overlay{lowers->front(), s.upper(), s.work(), s.project,
                                         std::vector<std::string>(lowers->begin() + 1, lowers->end())});
       // A base never changes under it.
-      keep_for_next_call(config.overlays.back(), s, mounter, false);
+      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, false); !r) return r;
       // chock.zon as the tree shows it: the topmost layer that has it (a
       // whiteout, or anything but a file, ends the search with none).
       std::vector<std::string> layers{s.upper()};
@@ -111,7 +119,7 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
   } else {
     config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project, {}, s.lower_shift});
     // The person goes on changing the project: its first change lets the overlay go.
-    keep_for_next_call(config.overlays.back(), s, mounter, true);
+    if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, true); !r) return r;
   }
   config.cwd = is_within(host_cwd, s.project) ? host_cwd : s.project;
   if (config.env) {

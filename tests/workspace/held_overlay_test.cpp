@@ -248,6 +248,24 @@ TEST_F(HeldOverlay, ADirectoryCarriedInALaterCallIsThereThoughTheLastCallLookedF
   EXPECT_EQ(carried.out, "a dependency\n") << describe(carried);
 }
 
+TEST(OverlayHoldSetting, AValueThatIsNotMillisecondsIsRefusedAndNamed) {
+  Fixture f;
+  f.init_plain();
+  for (const char* bad : {"20s", "-1", " 5", "3600001", "99999999999999999999"}) {
+    f.set_env("CHOCK_OVERLAY_HOLD_MS", bad);
+    Output o = f.run({"--keep"}, "echo ran");
+    EXPECT_EQ(o.status, 125) << bad << ": " << describe(o);
+    EXPECT_EQ(o.out, "") << bad;
+    EXPECT_NE(
+        o.err.find(std::string("CHOCK_OVERLAY_HOLD_MS=") + bad + " in chock's environment: not milliseconds"),
+        std::string::npos)
+        << describe(o);
+  }
+  f.set_env("CHOCK_OVERLAY_HOLD_MS", "3600000");
+  Output o = f.run({}, "echo ran");
+  EXPECT_EQ(o.out, "ran\n") << describe(o);
+}
+
 TEST_F(HeldOverlay, TheHolderAnswersNoOtherUser) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: the request comes from another uid";
   // Reachable by another uid only by a test's doing: the directories are 0700.
