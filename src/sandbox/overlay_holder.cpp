@@ -237,10 +237,19 @@ int overlay_holder_main(int argc, char** argv) {
     // A coarse clock can date a change a tick before `since`: a margin, which
     // at worst lets go of an overlay that was fine.
     constexpr long long kClockMargin = 50'000'000;
-    UniqueFd watch = watch_tree(kFirstKept + 4, since - kClockMargin);
+    TreeWatch watch = watch_tree(kFirstKept + 4, since - kClockMargin);
     ::close(kFirstKept + 4);
-    if (!watch) let_go(h, -1);
-    h.watch = watch.release();
+    if (!watch.fd) {
+      // Too large now is too large at the next call: the session's calls
+      // stop starting a holder to walk it (sandbox_config.cpp reads this).
+      if (watch.why == TreeWatch::Not::too_large) {
+        const int marker =
+            ::openat(h.dir, kUnwatchedMarker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (marker >= 0) ::close(marker);
+      }
+      let_go(h, -1);
+    }
+    h.watch = watch.fd.release();
   }
   hold(h);
 }

@@ -37,6 +37,9 @@ namespace chock::sandbox {
 
 // The socket's name in the session's directory.
 inline constexpr const char* kHolderSocket = "overlay.sock";
+// Left in the session's directory by a holder whose lower layer has more
+// directories than it watches (tree_watch.hpp): its calls hold no overlay.
+inline constexpr const char* kUnwatchedMarker = "overlay.unwatched";
 
 // A clone of the overlay held for `key` in `dir`, to attach: none where no
 // holder answers, or where it held another key (it has let that go by the

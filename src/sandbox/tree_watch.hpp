@@ -21,10 +21,16 @@ namespace chock::sandbox {
 // kernel memory; the holder then holds nothing).
 inline constexpr std::size_t kMaxWatchedDirs = 20000;
 
-// An inotify descriptor that turns readable at the tree's first change, for
-// the tree at `root` (a directory descriptor) as it was at `since_ns` (unix
-// time, ns). None where it changed since then already, has more than
-// `max_dirs` directories, or cannot be watched (inotify's limits).
-[[nodiscard]] UniqueFd watch_tree(int root, std::int64_t since_ns, std::size_t max_dirs = kMaxWatchedDirs);
+struct TreeWatch {
+  // Readable at the tree's first change; none where it is not watched.
+  UniqueFd fd;
+  // Why not: it changed since the time given, it is too large (more than
+  // max_dirs directories: so it stays), or inotify refused (its limits).
+  enum class Not { changed, too_large, refused } why = Not::refused;
+};
+
+// A watch of the tree at `root` (a directory descriptor) as it was at
+// `since_ns` (unix time, ns).
+[[nodiscard]] TreeWatch watch_tree(int root, std::int64_t since_ns, std::size_t max_dirs = kMaxWatchedDirs);
 
 }  // namespace chock::sandbox

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "chock/workspace.hpp"
+#include "sandbox/overlay_holder.hpp"
 #include "workspace/bases.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
@@ -25,9 +26,10 @@ Expected<std::chrono::milliseconds> hold_idle() {
   errno = 0;
   const unsigned long long ms = std::strtoull(given, &end, 10);
   if (*end != '\0' || errno != 0 || ms > 3'600'000 || *given < '0' || *given > '9')
-    return Error{std::string("CHOCK_OVERLAY_HOLD_MS=") + given +
-                     " in chock's environment: not milliseconds from 0 (keep no overlay between calls) to 3600000",
-                 "", 0, Errc::bad_config};
+    return Error{
+        std::string("CHOCK_OVERLAY_HOLD_MS=") + given +
+            " in chock's environment: not milliseconds from 0 (keep no overlay between calls) to 3600000",
+        "", 0, Errc::bad_config};
   return std::chrono::milliseconds(ms);
 }
 
@@ -118,8 +120,10 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     }
   } else {
     config.overlays.push_back(Overlay{s.lower, s.upper(), s.work(), s.project, {}, s.lower_shift});
-    // The person goes on changing the project: its first change lets the overlay go.
-    if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, true); !r) return r;
+    // The person goes on changing the project: its first change lets the
+    // overlay go. A project too large to watch is mounted for each call.
+    if (!fs::exists(s.dir + "/" + sandbox::kUnwatchedMarker))
+      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, true); !r) return r;
   }
   config.cwd = is_within(host_cwd, s.project) ? host_cwd : s.project;
   if (config.env) {

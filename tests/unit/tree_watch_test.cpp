@@ -54,7 +54,7 @@ bool fired(const UniqueFd& watch) {
 bool sees(const std::function<void(const std::string& root)>& change) {
   Tree t;
   std::this_thread::sleep_for(20ms);  // every ctime of the tree before `since`
-  UniqueFd watch = watch_tree(t.fd.get(), now_ns());
+  UniqueFd watch = watch_tree(t.fd.get(), now_ns()).fd;
   if (!watch) {
     ADD_FAILURE() << "an unchanged tree was not watched";
     return false;
@@ -91,18 +91,22 @@ TEST(TreeWatch, AChangeBeforeTheWatchButSinceTheTimeGivenIsSeen) {
     const std::int64_t since = now_ns();
     std::this_thread::sleep_for(20ms);
     EXPECT_EQ(::chmod((t.root + rel).c_str(), 0700), 0);
-    EXPECT_FALSE(watch_tree(t.fd.get(), since)) << rel << " changed since, and the tree was watched";
+    const TreeWatch changed = watch_tree(t.fd.get(), since);
+    EXPECT_FALSE(changed.fd) << rel << " changed since, and the tree was watched";
+    EXPECT_EQ(changed.why, TreeWatch::Not::changed) << rel;
     // The same tree, watched from after that change: nothing since.
     std::this_thread::sleep_for(20ms);
-    EXPECT_TRUE(watch_tree(t.fd.get(), now_ns())) << rel;
+    EXPECT_TRUE(watch_tree(t.fd.get(), now_ns()).fd) << rel;
   }
 }
 
 TEST(TreeWatch, MoreDirectoriesThanItWatchesIsNoWatch) {
   Tree t;
   std::this_thread::sleep_for(20ms);
-  EXPECT_FALSE(watch_tree(t.fd.get(), now_ns(), 2));  // the root, sub, sub/deep
-  EXPECT_TRUE(watch_tree(t.fd.get(), now_ns(), 3));
+  const TreeWatch large = watch_tree(t.fd.get(), now_ns(), 2);  // the root, sub, sub/deep
+  EXPECT_FALSE(large.fd);
+  EXPECT_EQ(large.why, TreeWatch::Not::too_large);
+  EXPECT_TRUE(watch_tree(t.fd.get(), now_ns(), 3).fd);
 }
 
 }  // namespace

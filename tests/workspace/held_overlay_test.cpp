@@ -248,6 +248,28 @@ TEST_F(HeldOverlay, ADirectoryCarriedInALaterCallIsThereThoughTheLastCallLookedF
   EXPECT_EQ(carried.out, "a dependency\n") << describe(carried);
 }
 
+// More directories than the holder watches (20,000): the first call's holder
+// says so in the session's directory and lets go; the later calls make
+// their own overlay, and start no holder to walk the project again.
+TEST(HeldOverALargeProject, ALaterCallStartsNoHolderForAProjectTooLargeToWatch) {
+  Fixture f;
+  f.init_plain();
+  for (int i = 0; i <= 20000; ++i) ASSERT_EQ(::mkdir(f.file("d" + std::to_string(i)).c_str(), 0755), 0);
+  std::this_thread::sleep_for(100ms);
+  const std::string id = kept_session(f);
+  ASSERT_FALSE(id.empty());
+  const std::string dir = f.sessions() + "/" + id;
+  for (int i = 0; i < 300 && !exists(dir + "/overlay.unwatched"); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(exists(dir + "/overlay.unwatched")) << "the holder did not say the project was too large";
+  for (int i = 0; i < 100 && exists(dir + "/overlay.sock"); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(exists(dir + "/overlay.sock"));
+  Output call = f.run({"--session", id}, "ls -d d20000 && echo one > new.txt");
+  ASSERT_EQ(call.status, 0) << describe(call);
+  EXPECT_EQ(call.out, "d20000\n");
+  EXPECT_FALSE(exists(dir + "/overlay.sock")) << "a later call started a holder to walk it again";
+  EXPECT_TRUE(exists(dir + "/upper/new.txt"));
+}
+
 TEST(OverlayHoldSetting, AValueThatIsNotMillisecondsIsRefusedAndNamed) {
   Fixture f;
   f.init_plain();
