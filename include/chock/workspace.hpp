@@ -19,6 +19,8 @@
 //                       (20 s), removed, or changed from outside (a deny's
 //                       notice, a carry's mount point): overlay_holder.hpp
 //   overlay.sock        where that holder listens (its uid only)
+//   overlay.unwatched   overlay: left by a holder whose project has more
+//                       directories than it watches; later calls hold none
 //   work/t-<nonce>/     a task's mount's work directory: overlayfs empties
 //                       and remakes the one it is given at each mount, and
 //                       later calls mount beside a running task (calls, one
