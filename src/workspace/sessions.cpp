@@ -1,6 +1,11 @@
 // Listing and removing sessions. Nothing is removed while it holds work
 // that has not come back, unless forced; a forced removal of a git session
 // parks its commits in the real repository first.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/overlay_scan.hpp"
@@ -69,6 +74,17 @@ Pending pending_of(const Session& s) {
   return p;
 }
 
+// What a session holds of its own: the base's shared index its admin dir
+// links is the base's, counted there (while the base still has it).
+std::uint64_t own_size(const Session& s) {
+  std::uint64_t bytes = fs::disk_usage(s.dir);
+  struct stat st {};
+  if (!s.shared_index.empty() && ::lstat((s.admin() + "/" + s.shared_index).c_str(), &st) == 0 &&
+      S_ISREG(st.st_mode) && st.st_nlink > 1)
+    bytes -= std::min(bytes, static_cast<std::uint64_t>(st.st_blocks) * 512U);
+  return bytes;
+}
+
 }  // namespace
 
 Expected<std::vector<SessionInfo>> list() {
@@ -88,7 +104,7 @@ Expected<std::vector<SessionInfo>> list() {
     Pending p = pending_of(info.session);
     info.pending = p.count + p.own;
     info.problem = p.problem;
-    info.size_bytes = fs::disk_usage(info.session.dir);
+    info.size_bytes = own_size(info.session);
     out.push_back(std::move(info));
   }
   return out;

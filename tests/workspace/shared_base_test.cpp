@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 
 extern char** environ;
@@ -309,13 +311,26 @@ TEST(SharedBase, SessionsLinkTheBasesSharedIndexWhichNoCallCanChange) {
   const std::string bytes = read_file(split + "/" + name);
   for (const auto& id : {one, two}) {
     const std::string admin = f.sessions() + "/" + id + "/git/admin";
-    struct stat linked {
-    }, index{};
+    struct stat linked {};
     ASSERT_EQ(::stat((admin + "/" + name).c_str(), &linked), 0);
     EXPECT_EQ(linked.st_ino, shared.st_ino) << id;
+    struct stat index {};
     ASSERT_EQ(::stat((admin + "/index").c_str(), &index), 0);
     EXPECT_LT(index.st_size, 1024) << id << ": a copy of every entry";
   }
+  // `workspace list` counts a session's own disk: the linked file is the base's.
+  Output listed = f.chock({"workspace", "list", "--json"});
+  ASSERT_EQ(listed.status, 0) << describe(listed);
+  Output du = run_process({"du", "-sk", f.sessions() + "/" + two});
+  bool found = false;
+  for (const auto& entry : nlohmann::json::parse(listed.out)) {
+    if (entry.at("id") != two) continue;
+    found = true;
+    EXPECT_GE(std::stoll(du.out) * 1024 - entry.at("size_bytes").get<long long>(),
+              static_cast<long long>(shared.st_blocks) * 512)
+        << "the session's size counts the base's shared index: " << entry.dump();
+  }
+  EXPECT_TRUE(found) << listed.out;
 
   const std::string at = "/run/chock/git/admin/" + name;
   Output attack = f.chock({"run", "--session", one, "--", "sh", "-c",
