@@ -1,5 +1,6 @@
 // SHA-256 of a byte string, as the session log chains its lines and names
-// the configuration a session ran with.
+// the configuration a session ran with; SHA-1 and SHA-256 digests as git
+// ends its files with them.
 #pragma once
 
 #include <cstddef>
@@ -12,5 +13,8 @@ inline constexpr std::size_t kSha256HexLength = 64;
 
 // The digest as 64 lower-case hex characters.
 [[nodiscard]] std::string sha256_hex(std::string_view bytes);
+// The digests themselves (32 and 20 bytes): a git file's trailer is one.
+[[nodiscard]] std::string sha256_digest(std::string_view bytes);
+[[nodiscard]] std::string sha1_digest(std::string_view bytes);
 
 }  // namespace chock

@@ -14,8 +14,10 @@
 #include <ctime>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "sandbox/seccomp.hpp"
+#include "util/sha256.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/progress.hpp"
@@ -123,6 +125,32 @@ Expected<void> make_base(const std::string& dir, const build::Project& project, 
   return {};
 }
 
+// The small half of a split index as index version 4 (its shared half stays
+// version 2). Git writes a session's own shared half at the version of the
+// small one, so its bytes, and so its name, are never the base's: else a
+// call's git that writes the index unchanged (`git stash` does) renames its
+// shared half onto the base's name, where a read-only bind is (EBUSY), and
+// fails. With no entry, versions 2 and 4 differ in that field alone; the
+// trailer is the file's hash again.
+Expected<void> as_version_four(const std::string& path, std::size_t hash_size) {
+  auto bytes = fs::read_file_nofollow(path, 16 << 20);
+  if (!bytes) return std::move(bytes).error();
+  std::string& b = *bytes;
+  const auto be32 = [&](std::size_t at) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(b[at])) << 24 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 16 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 2])) << 8 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 3]));
+  };
+  if ((hash_size != 20 && hash_size != 32) || b.size() < 12 + hash_size || b.compare(0, 4, "DIRC") != 0 ||
+      be32(4) != 2 || be32(8) != 0)
+    return Error{"split the base's index: not an index of version 2 without entries", path, 0};
+  b[7] = 4;
+  b.resize(b.size() - hash_size);
+  b += hash_size == 20 ? sha1_digest(b) : sha256_digest(b);
+  return fs::write_file_atomic(path, b);
+}
+
 // The base's settled index as git's split index, in split/: `index`, which
 // holds no entry and names `sharedindex.<hash>`, which holds them all. A
 // session copies the first (a few hundred bytes) and links the second into
@@ -150,6 +178,8 @@ Expected<void> make_split(const std::string& dir, const std::string& common_dir,
     if (::unlink((tmp + f).c_str()) != 0) return sys_error("unlink", tmp + f);
   auto shared = shared_index_in(tmp);
   if (!shared) return Error{"split the base's index: git wrote no shared index", tmp, 0};
+  const std::size_t hash_size = (shared->name.size() - std::string_view("sharedindex.").size()) / 2;
+  if (auto r = as_version_four(shared->index, hash_size); !r) return r;
   constexpr std::int64_t kFiftyYears = 50LL * 366 * 24 * 3600;
   const timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(std::time(nullptr) + kFiftyYears), 0}};
   if (::utimensat(AT_FDCWD, shared->shared.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
