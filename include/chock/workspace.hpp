@@ -268,9 +268,12 @@ Expected<void> validate_carry_path(const std::string& path);
 using Progress = std::function<void(const std::string& what, std::uint64_t done, std::uint64_t total)>;
 
 struct OpenOptions {
-  std::string project;             // empty: the current directory
-  std::string session;             // empty: make a new session
-  bool allow_dirty = false;        // git: carry uncommitted work in (new sessions only)
+  std::string project;       // empty: the current directory
+  std::string session;       // empty: make a new session
+  bool allow_dirty = false;  // git: carry uncommitted work in (new sessions only)
+  // git: over a settled base, link its index's shared half rather than copy
+  // the index (the operator's .link_base_index; libgit2 cannot read it).
+  bool link_base_index = false;
   std::vector<std::string> deny;   // files to cover (added to the session's list)
   std::vector<std::string> carry;  // git: ignored directories to carry in (added to the session's list)
   std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)

@@ -274,6 +274,7 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   open.project_is_root = true;
   open.session = o.session;
   open.allow_dirty = o.allow_dirty;
+  open.link_base_index = layers->operator_file.link_base_index;
   open.last_run = static_cast<std::int64_t>(std::time(nullptr));
   open.deny = o.deny;
   for (const auto& path : layers->deny_read())

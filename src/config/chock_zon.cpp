@@ -535,8 +535,9 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
   if (!tree) return tree.error();
   const Schema schema(display_path);
   if (auto ok = schema.expect_struct(*tree); !ok) return ok.error();
-  if (auto ok = schema.only_keys(*tree, {"limits", "toolchain_paths", "allow_private", "bases_max_size"},
-                                 "the operator's config.zon");
+  if (auto ok = schema.only_keys(
+          *tree, {"limits", "toolchain_paths", "allow_private", "bases_max_size", "link_base_index"},
+          "the operator's config.zon");
       !ok)
     return ok.error();
   OperatorFile out;
@@ -556,6 +557,11 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
                    if (!size) return size.error();
                    return std::optional<std::uint64_t>(size->value);
                  });
+  if (taken)
+    taken = take(*tree, "link_base_index", out.link_base_index, [&](const zon::Value& v) -> Expected<bool> {
+      if (auto ok = schema.expect(v, zon::Value::Kind::boolean); !ok) return ok.error();
+      return v.boolean;
+    });
   if (!taken) return taken.error();
   return out;
 }

@@ -77,7 +77,7 @@ struct ProjectFile {
                                                   const std::string& project_dir);
 
 // The operator's file: .limits, as the machine's defaults, .bases_max_size,
-// and
+// .link_base_index, and
 // .toolchain_paths: directories of the person's own toolchains (~/.cargo,
 // ~/.rustup, ~/.pyenv) every call gets read-only at their own paths. Only
 // the operator names them: a project could otherwise name any directory.
@@ -89,6 +89,10 @@ struct OperatorFile {
   // .bases_max_size: past it, the sweeper (and `chock workspace gc`) removes
   // the unused shared bases used least recently, whatever their age.
   std::optional<std::uint64_t> bases_max_bytes;
+  // .link_base_index = true: a git session over a settled base links the
+  // base's index (git's split index) instead of copying it. libgit2 cannot
+  // read a split index, so tools built on it fail inside: off by default.
+  bool link_base_index = false;
 };
 // $XDG_CONFIG_HOME/chock/config.zon, else ~/.config/chock/config.zon; empty when absent.
 [[nodiscard]] Expected<OperatorFile> read_operator();

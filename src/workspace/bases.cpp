@@ -202,13 +202,13 @@ Expected<void> make_split(const std::string& dir, const std::string& common_dir,
 // a second has passed, one refresh of the base's index (under its exclusive
 // lock) settles it for every session made after: their `git status` trusts
 // the stat data and reads no file. The first session pays what a fresh
-// `git worktree add` pays. Then the settled index is split for the sessions
-// (make_split).
+// `git worktree add` pays. Then, for sessions that link it, the settled
+// index is split (make_split).
 Expected<void> settle_index(Held& held, const std::string& common_dir, const std::string& commit,
-                            const std::string& lock_path) {
+                            bool make_split_too, const std::string& lock_path) {
   const std::string settled = held.dir + "/index.settled";
   const std::string split = held.dir + "/" + kSplitDir;
-  if (fs::exists(settled) && fs::is_dir(split)) return {};
+  if (fs::exists(settled) && (!make_split_too || fs::is_dir(split))) return {};
   const std::string index = held.dir + "/index";
   if (!fs::exists(settled)) {
     struct stat st {};
@@ -225,7 +225,7 @@ Expected<void> settle_index(Held& held, const std::string& common_dir, const std
       return Error{"refresh the base's index: " + refreshed->first_error_line(), index, 0};
     if (auto r = fs::write_file(settled, ""); !r) return r;
   }
-  if (!fs::is_dir(split))
+  if (make_split_too && !fs::is_dir(split))
     if (auto r = make_split(held.dir, common_dir, commit); !r) return r;
   return lock(held.lock.get(), LOCK_SH, lock_path);
 }
@@ -306,7 +306,7 @@ Expected<std::vector<std::string>> layers_of(const std::string& k) {
   return trees;
 }
 
-Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
+Expected<Held> hold(const build::Project& project, uid_t owner, bool split, const Progress& progress,
                     std::uint32_t progress_after_ms) {
   auto root = bases_dir(true);
   if (!root) return std::move(root).error();
@@ -338,7 +338,7 @@ Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& 
     if (auto r = lock(held.lock.get(), LOCK_SH, lock_path); !r) return std::move(r).error();
   }
   if (!held.made)
-    if (auto r = settle_index(held, project.common_dir, project.head, lock_path); !r)
+    if (auto r = settle_index(held, project.common_dir, project.head, split, lock_path); !r)
       return std::move(r).error();
   // When it was last used, for gc: the lock file's time.
   (void)::futimens(held.lock.get(), nullptr);

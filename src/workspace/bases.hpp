@@ -59,7 +59,9 @@ struct Held {
 };
 // The base of `project`'s HEAD for `owner`, made when missing (a checkout
 // with progress reported, as a worktree's is). Marks it used now.
-Expected<Held> hold(const build::Project& project, uid_t owner, const Progress& progress,
+// `split`: once it is settled, its index is split for sessions that link it
+// (shared_index).
+Expected<Held> hold(const build::Project& project, uid_t owner, bool split, const Progress& progress,
                     std::uint32_t progress_after_ms);
 
 // Makes the base of `project`'s HEAD in `dir` from the base `donor` (its

@@ -32,11 +32,18 @@ Expected<Project> locate_project(const std::string& dir, bool check_owner = true
 
 using Notes = std::vector<std::string>;
 
+// How a worktree is made: `allow_dirty`, a checkout of its own with the
+// project's uncommitted work; else over the commit's shared base, its index
+// linked where `link_base_index` and the base is settled, else copied.
+struct WorktreeKind {
+  bool allow_dirty = false;
+  bool link_base_index = false;
+};
 // A linked worktree detached at the project's HEAD, in session.dir. Both
 // report a long checkout or copy to `progress` (progress.hpp).
 // Without `allow_dirty`, an overlay over the commit's shared base, whose
 // shared lock goes to `base_lock` (held until the session is saved).
-Expected<void> make_worktree(Session& session, const Project& project, bool allow_dirty, Notes& notes,
+Expected<void> make_worktree(Session& session, const Project& project, WorktreeKind kind, Notes& notes,
                              const Progress& progress, std::uint32_t progress_after_ms, UniqueFd& base_lock);
 // The overlay's directories (and a root caller's copy of the project).
 Expected<void> make_overlay(Session& session, Notes& notes, const Progress& progress,

@@ -102,8 +102,8 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
   if (!git && o.allow_dirty)
     out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
   UniqueFd base_lock;  // released once session.json names the base: gc sees the session from then on
-  Expected<void> built = git ? build::make_worktree(s, project, o.allow_dirty, out.notes, o.progress,
-                                                    o.progress_after_ms, base_lock)
+  Expected<void> built = git ? build::make_worktree(s, project, {o.allow_dirty, o.link_base_index}, out.notes,
+                                                    o.progress, o.progress_after_ms, base_lock)
                              : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
   if (built) built = build::add_carried(s, o.carry, out.notes);
   s.last_run = o.last_run;

@@ -177,7 +177,7 @@ std::string writable_tree(const Session& s) {
   return s.shared_base.empty() ? s.tree() : s.upper();
 }
 
-Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirty, Notes& notes,
+Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind kind, Notes& notes,
                              const Progress& progress, std::uint32_t progress_after_ms, UniqueFd& base_lock) {
   s.common_dir = project.common_dir;
   s.base = project.head;
@@ -192,19 +192,19 @@ Expected<void> make_worktree(Session& s, const Project& project, bool allow_dirt
   const bool root_caller = ::geteuid() == 0 && s.owner != 0;
   const gid_t gid = group_of(s.owner);
 
-  if (!allow_dirty) {
+  if (!kind.allow_dirty) {
     // Over the commit's shared base: two directories and its index, whatever
-    // the size of the tree (bases.hpp): once the base is settled, the small
-    // half of its split index, the shared half linked (and bound read-only in
-    // each call); before, a copy. The lock is held until the session's
-    // record names the base.
-    auto held = bases::hold(project, s.owner, progress, progress_after_ms);
+    // the size of the tree (bases.hpp): a copy; or, where the operator links
+    // the base's index and the base is settled, the small half of its split
+    // index, the shared half linked (and bound read-only in each call). The
+    // lock is held until the session's record names the base.
+    auto held = bases::hold(project, s.owner, kind.link_base_index, progress, progress_after_ms);
     if (!held) return std::move(held).error();
     base_lock = std::move(held->lock);
     s.shared_base = bases::key(s.owner, s.base);
     for (const char* d : {"/upper", "/work"})
       if (auto r = fs::make_dirs(s.dir + d, 0755); !r) return r;
-    const auto split = bases::shared_index(held->dir);
+    const auto split = kind.link_base_index ? bases::shared_index(held->dir) : std::nullopt;
     if (auto r = fs::copy_entry(split ? split->index : held->dir + "/index", admin + "/index"); !r) return r;
     if (auto r = cover_denied(s, s.deny, notes); !r) return r;
     if (root_caller)

@@ -334,7 +334,19 @@ TEST(ConfigOperator, LimitsOnly) {
   EXPECT_EQ(
       policy.error().message(),
       "/h/config.zon:1:4: error: unknown key '.policy' in the operator's config.zon; the keys there are "
-      ".limits, .toolchain_paths, .allow_private and .bases_max_size");
+      ".limits, .toolchain_paths, .allow_private, .bases_max_size and .link_base_index");
+}
+
+TEST(ConfigOperator, LinkBaseIndexIsABooleanOffByDefault) {
+  auto none = parse_operator(".{}", "/h/config.zon");
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_FALSE(none->link_base_index);
+  auto on = parse_operator(".{ .link_base_index = true }", "/h/config.zon");
+  ASSERT_TRUE(on) << on.error().message();
+  EXPECT_TRUE(on->link_base_index);
+  auto number = parse_operator(".{ .link_base_index = 1 }", "/h/config.zon");
+  ASSERT_FALSE(number);
+  EXPECT_EQ(number.error().message(), "/h/config.zon:1:23: error: expected a boolean, found an integer");
 }
 
 TEST(ConfigOperator, BasesMaxSizeIsASizeOfAtLeastOneMiB) {

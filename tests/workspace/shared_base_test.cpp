@@ -290,12 +290,15 @@ TEST(SharedBase, GitStatusInAFreshSessionIsCleanAndRewritesNoIndex) {
   EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
-// Once the base is settled its index is split: each later session copies the
-// small half and links the shared one (every entry), bound read-only inside,
-// so a session's disk holds no copy of the index and no call changes what
-// the other sessions read; git inside works and says nothing of it.
+// Where the operator links the base's index (.link_base_index), once the base
+// is settled its index is split: each later session copies the small half
+// and links the shared one (every entry), bound read-only inside, so a
+// session's disk holds no copy of the index and no call changes what the
+// other sessions read; git inside works and says nothing of it.
 TEST(SharedBase, SessionsLinkTheBasesSharedIndexWhichNoCallCanChange) {
   Fixture f;
+  ASSERT_EQ(::mkdir((f.config() + "/chock").c_str(), 0755), 0);
+  write_file(f.config() + "/chock/config.zon", ".{ .link_base_index = true }\n");
   ASSERT_NO_FATAL_FAILURE(base_a_second_old(f, 2000, 8));
   const std::string one = kept_session(f);
   const std::string two = kept_session(f);
@@ -376,6 +379,24 @@ TEST(SharedBase, SessionsLinkTheBasesSharedIndexWhichNoCallCanChange) {
                           "git status --porcelain && git log -1 --format=%s && cat m1/f1"});
   ASSERT_EQ(other.status, 0) << describe(other);
   EXPECT_EQ(other.out, "many\nbbbbbbbb");
+}
+
+// By default a session's index is a whole index of its own, as libgit2 (which
+// reads no split index) and git outside have it; the base is not split.
+TEST(SharedBase, ByDefaultASessionsIndexIsAWholeOneOfItsOwn) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(base_a_second_old(f, 300, 8));
+  const std::string id = kept_session(f, "git status --porcelain");
+  const std::string admin = f.sessions() + "/" + id + "/git/admin";
+  EXPECT_EQ(shared_indexes_in(admin), std::vector<std::string>{});
+  EXPECT_FALSE(exists(base_dir(f, bases_of(f).bases.front()) + "/split"));
+  // No `link` extension: the index names no shared index.
+  const std::string index = read_file(admin + "/index");
+  EXPECT_EQ(index.find("link"), std::string::npos);
+  // Read whole by git with nothing but the file: every entry is in it.
+  Output listed =
+      run_process({"env", "GIT_INDEX_FILE=" + admin + "/index", "git", "-C", f.project(), "ls-files"});
+  EXPECT_EQ(listed.out, git_ok(f.project(), {"ls-files"}) + "\n");
 }
 
 // Regression: with the repository's own config splitting its index, Chock's
