@@ -11,7 +11,7 @@
 #   remove         `chock workspace remove ID` of a session
 #   du             the data directory after ten sessions at one commit
 #                  (its base settled before them), against the base alone
-#   bench/shared_base.sh [CHOCK_BINARY] [FILES] [RUNS]
+#   [LINK_BASE_INDEX=1] bench/shared_base.sh [CHOCK_BINARY] [FILES] [RUNS]
 # Prints a Markdown table of medians in ms. Each first session has a data
 # directory of its own, and the checkouts are deleted after the loop, outside
 # the timing; each timing starts once the background sweeper has deleted
@@ -54,6 +54,11 @@ one_caller() {
   shift 2
   home=$scratch/home-$uid
   mkdir -p "$home"
+  # LINK_BASE_INDEX=1: sessions link their base's index (the operator's .link_base_index).
+  if [ "${LINK_BASE_INDEX:-0}" = 1 ]; then
+    mkdir -p "$home/config/chock"
+    echo '.{ .link_base_index = true }' >"$home/config/chock/config.zon"
+  fi
   make_project "$home/project" "$files"
   chown -R "$uid:$uid" "$home"
   # shellcheck disable=SC2016,SC2046

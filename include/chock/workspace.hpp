@@ -33,12 +33,14 @@
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs);
-//                       over a settled base, its index is the small half of
-//                       a split index and sharedindex.<hash> (every entry) a
-//                       hard link to the base's, bound read-only in each
-//                       call (Session::shared_index); the session's git
-//                       writes a shared half of its own when it writes
-//                       the index (git_view.cpp's config)
+//                       where the operator links base indexes
+//                       (.link_base_index) and the base is settled, its
+//                       index is the small half of a split index and
+//                       sharedindex.<hash> (every entry) a hard link to the
+//                       base's, bound read-only in each call
+//                       (Session::shared_index); the session's git writes a
+//                       shared half of its own when it writes the index
+//                       (git_view.cpp's config)
 //   git/common/         git: a private common dir: a config Chock generates,
 //                       the session's objects, its own refs/ and
 //                       packed-refs, and relative links into view/
@@ -65,11 +67,12 @@
 //
 //   bases/<uid>-<commit>/  one read-only checkout of a commit (tree/, its
 //                       index, index.settled, split/: that index split, made
-//                       when it is settled), owned by the uid calls run as
-//                       and shared by every git session at that commit: a
-//                       new session is two directories and the small half of
-//                       the split index (before it is settled, a copy of the
-//                       index), whatever the size of the tree; its git status
+//                       once it is settled for sessions that link it), owned
+//                       by the uid calls run as and shared by every git
+//                       session at that commit: a new session is two
+//                       directories and a copy of the index (or the small
+//                       half of the split one), whatever the size of the
+//                       tree; its git status
 //                       trusts the index's stat data (overlay keeps the base's
 //                       inode numbers and times). Made under
 //                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and

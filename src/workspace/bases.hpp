@@ -3,9 +3,9 @@
 // session at that commit is an overlay: the base is its lower layer, its own
 // upper/ holds what its calls change, and its index is the base's (same
 // inodes and times through the overlay, so `git status` inside trusts the
-// stat data and reads no file): a copy until the base is settled, then the
-// small half of the base's split index, the shared half linked (split/,
-// SharedIndex). A base is made in a temporary directory and renamed into
+// stat data and reads no file): a copy, or, where the operator links base
+// indexes and the base is settled, the small half of the base's split
+// index, the shared half linked (split/, SharedIndex). A base is made in a temporary directory and renamed into
 // place once complete: a crash leaves none half made that a session would use.
 //
 // Locks: <key>.lock beside the base, shared by a session being made over it
