@@ -5,8 +5,9 @@
 // inodes and times through the overlay, so `git status` inside trusts the
 // stat data and reads no file): a copy, or, where the operator links base
 // indexes and the base is settled, the small half of the base's split
-// index, the shared half linked (split/, SharedIndex). A base is made in a temporary directory and renamed into
-// place once complete: a crash leaves none half made that a session would use.
+// index, the shared half linked (split/, SharedIndex). A base is made in a
+// temporary directory and renamed into place once complete: a crash leaves
+// none half made that a session would use.
 //
 // Locks: <key>.lock beside the base, shared by a session being made over it
 // (until its session.json names the base), exclusive while the base is made
