@@ -511,7 +511,7 @@ TEST(ConfigFiles, OperatorFileFromXdgOrHome) {
       bad.error().message(),
       home_file +
           ":1:37: error: unknown key '.network' in the operator's config.zon; the keys there are .limits, "
-          ".toolchain_paths, .allow_private and .bases_max_size");
+          ".toolchain_paths, .allow_private, .bases_max_size and .link_base_index");
 }
 
 TEST(ConfigFiles, BundleFile) {
