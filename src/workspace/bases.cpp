@@ -136,14 +136,10 @@ Expected<void> as_version_four(const std::string& path, std::size_t hash_size) {
   auto bytes = fs::read_file_nofollow(path, 16 << 20);
   if (!bytes) return std::move(bytes).error();
   std::string& b = *bytes;
-  const auto be32 = [&](std::size_t at) {
-    return static_cast<std::uint32_t>(static_cast<unsigned char>(b[at])) << 24 |
-           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 16 |
-           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 2])) << 8 |
-           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 3]));
-  };
-  if ((hash_size != 20 && hash_size != 32) || b.size() < 12 + hash_size || b.compare(0, 4, "DIRC") != 0 ||
-      be32(4) != 2 || be32(8) != 0)
+  // "DIRC", version 2 and 0 entries, each field 32 bits big-endian.
+  static constexpr std::string_view kHeader("DIRC\0\0\0\2\0\0\0\0", 12);
+  if ((hash_size != 20 && hash_size != 32) || b.size() < kHeader.size() + hash_size ||
+      std::string_view(b).substr(0, kHeader.size()) != kHeader)
     return Error{"split the base's index: not an index of version 2 without entries", path, 0};
   b[7] = 4;
   b.resize(b.size() - hash_size);

@@ -37,12 +37,12 @@ Expected<std::chrono::milliseconds> hold_idle() {
 // where hold_idle is 0, one kept before is let go, not mounted beside. A
 // task's runs beside the calls: never kept, never letting go.
 Expected<void> keep_for_next_call(Overlay& o, const Session& s, Mounter mounter, bool watch_lower) {
+  auto idle = hold_idle();  // checked for every call, a task's too: a bad value is said, not ignored
+  if (!idle) return std::move(idle).error();
   if (mounter == Mounter::task) return {};
   o.hold_dir = s.dir;
   o.hold_lock = s.dir + "/mounts.lock";
   o.hold_watch_lower = watch_lower;
-  auto idle = hold_idle();  // checked for every call: a bad value is said, not ignored
-  if (!idle) return std::move(idle).error();
   if (mounter == Mounter::kept_call) o.hold_idle = *idle;
   return {};
 }
