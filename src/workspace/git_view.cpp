@@ -288,6 +288,8 @@ Expected<session_refs::Refs> repository_refs(const Session& s, const std::string
     }
   // No stamp vouches for the view while it is rewritten: a crash between leaves none.
   if (::unlink(stamp_path.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", stamp_path);
+  // Plain files (most repositories): read as git would, no git process.
+  if (auto direct = session_refs::repository_refs_from_files(s.common_dir)) return std::move(*direct);
   // Another session of the repository may have asked git at this very stamp.
   const std::string cached =
       stamp.empty() ? std::string() : git_cache_path("refs-" + sha256_hex(s.common_dir));

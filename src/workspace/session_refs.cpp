@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <optional>
+
 #include "util/fd.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
@@ -31,25 +34,46 @@ std::string loose_value(int dir_fd, const char* name) {
 }
 
 // Walks a directory of loose refs; `prefix` is its ref name ("refs/heads/").
-void walk_loose(int dir_fd, const std::string& prefix, int depth, Refs& out, std::size_t& seen) {
-  if (depth > kMaxDepth) return;
-  DIR* dir = ::fdopendir(dir_fd);
-  if (dir == nullptr) {
+// `unusual` is set by anything git would read otherwise than as a branch's
+// id: a link, a FIFO, a symbolic ref, bytes that are not an id, too deep or many.
+void walk_loose(int dir_fd, const std::string& prefix, int depth, Refs& out, std::size_t& seen,
+                bool& unusual) {
+  if (depth > kMaxDepth) {
+    unusual = true;
     ::close(dir_fd);
     return;
   }
+  DIR* dir = ::fdopendir(dir_fd);
+  if (dir == nullptr) {
+    ::close(dir_fd);
+    unusual = true;
+    return;
+  }
   while (dirent* e = ::readdir(dir)) {
-    if (++seen > kMaxLooseRefs) break;
+    if (++seen > kMaxLooseRefs) {
+      unusual = true;
+      break;
+    }
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     struct stat st {};
-    if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      unusual = true;
+      continue;
+    }
     if (S_ISDIR(st.st_mode)) {
       const int sub = ::openat(::dirfd(dir), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (sub >= 0) walk_loose(sub, prefix + name + "/", depth + 1, out, seen);
+      if (sub >= 0)
+        walk_loose(sub, prefix + name + "/", depth + 1, out, seen, unusual);
+      else
+        unusual = true;
     } else if (S_ISREG(st.st_mode) && is_ref_name(prefix + name)) {
       if (std::string value = loose_value(::dirfd(dir), e->d_name); !value.empty())
         out[prefix + name] = value;
+      else
+        unusual = true;
+    } else {
+      unusual = true;
     }
   }
   ::closedir(dir);
@@ -121,9 +145,52 @@ Expected<Refs> read(const Session& s) {
   if (dir >= 0) {
     Refs loose;
     std::size_t seen = 0;
-    walk_loose(dir, "refs/", 0, loose, seen);
+    bool unusual = false;  // the session's own: what git inside would not read as a ref is left out
+    walk_loose(dir, "refs/", 0, loose, seen, unusual);
     for (auto& [name, id] : loose) refs[name] = std::move(id);
   }
+  return refs;
+}
+
+std::optional<Refs> repository_refs_from_files(const std::string& common_dir) {
+  UniqueFd common(::open(common_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (!common || ::fstatat(common.get(), "reftable", &st, AT_SYMLINK_NOFOLLOW) == 0) return std::nullopt;
+  // The loose refs before packed-refs, as git reads them: a `git pack-refs`
+  // between the two moves a ref from the first read into the second, never
+  // out of both.
+  Refs loose;
+  std::size_t seen = 0;
+  bool unusual = false;
+  for (const char* d : {"refs/heads", "refs/tags"}) {
+    const int fd = ::openat(common.get(), d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      return std::nullopt;
+    }
+    walk_loose(fd, std::string(d) + "/", 1, loose, seen, unusual);
+    if (unusual) return std::nullopt;
+  }
+  Refs refs;
+  const int packed_fd = ::openat(common.get(), "packed-refs", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (packed_fd >= 0) {
+    UniqueFd packed(packed_fd);
+    if (::fstat(packed.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::size_t>(st.st_size) > kMaxPackedBytes)
+      return std::nullopt;
+    std::string text(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(packed.get(), text.data() + got, text.size() - got);
+      if (n <= 0) return std::nullopt;
+      got += static_cast<std::size_t>(n);
+    }
+    for (auto& [name, id] : parse_packed(text))
+      if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) refs[name] = std::move(id);
+  } else if (errno != ENOENT) {
+    return std::nullopt;
+  }
+  for (auto& [name, id] : loose) refs[name] = std::move(id);
   return refs;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,13 @@ Expected<Refs> read(const Session& s);
 // Every ref of the session (branches, tags, the stash, notes) that it made
 // or moved since Chock last brought its refs up to date.
 Expected<Refs> changed(const Session& s);
+// The repository's branches and tags as `git for-each-ref refs/heads/
+// refs/tags/` lists them, read from its files (loose refs, then
+// packed-refs) where they are plain: nullopt where git must be asked (a
+// reftable store, a symbolic ref, a link or anything else than a ref file,
+// bytes that are not an id). Unlike git, a ref whose object is missing is
+// listed: git inside then warns of it, as git outside does.
+std::optional<Refs> repository_refs_from_files(const std::string& common_dir);
 // The repository's branches and tags, as git lists them there.
 Expected<Refs> repository_refs(const std::string& common_dir);
 // The branches and tags the session made or moved since Chock last brought

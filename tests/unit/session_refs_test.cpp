@@ -97,5 +97,37 @@ TEST(SessionRefs, ALinkInPlaceOfRefsOrPackedRefsIsNotFollowed) {
   EXPECT_TRUE(refs->empty());
 }
 
+// The repository's branches and tags read from its files are what `git
+// for-each-ref` lists: loose over packed, nested names, annotated tags (the
+// tag object, not what it peels to); where git reads otherwise, no answer.
+TEST(SessionRefs, TheRepositorysRefsReadFromItsFilesAreWhatGitLists) {
+  test::TempDir dir("chock-repo-refs");
+  const std::string repo = dir.path() + "/r";
+  const std::string git =
+      "cd " + repo +
+      " && GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -c user.name=t -c user.email=t@example.com ";
+  ASSERT_EQ(std::system(("git init -q -b main " + repo).c_str()), 0);
+  for (const char* step : {"commit -q --allow-empty -m one", "branch feature/x", "tag -a -m t v1",
+                           "tag light", "pack-refs --all", "commit -q --allow-empty -m two", "branch loose",
+                           "tag -a -m t v2", "branch -f feature/x"})
+    ASSERT_EQ(std::system((git + step).c_str()), 0) << step;
+  auto direct = repository_refs_from_files(repo + "/.git");
+  ASSERT_TRUE(direct.has_value());
+  auto listed = repository_refs(repo + "/.git");
+  ASSERT_TRUE(listed) << listed.error().message();
+  EXPECT_EQ(*direct, *listed);
+  EXPECT_EQ(direct->size(), 6U);  // main (loose over its packed line), feature/x, loose; v1, light, v2
+  // What git would read otherwise than a ref file: git is asked.
+  test::write_file(repo + "/.git/refs/heads/symbolic", "ref: refs/heads/main\n");
+  EXPECT_FALSE(repository_refs_from_files(repo + "/.git").has_value());
+  ASSERT_EQ(::unlink((repo + "/.git/refs/heads/symbolic").c_str()), 0);
+  ASSERT_EQ(::symlink((repo + "/.git/refs/heads/main").c_str(), (repo + "/.git/refs/heads/link").c_str()), 0);
+  EXPECT_FALSE(repository_refs_from_files(repo + "/.git").has_value());
+  ASSERT_EQ(::unlink((repo + "/.git/refs/heads/link").c_str()), 0);
+  ASSERT_TRUE(repository_refs_from_files(repo + "/.git").has_value());
+  ASSERT_EQ(::mkdir((repo + "/.git/reftable").c_str(), 0755), 0);
+  EXPECT_FALSE(repository_refs_from_files(repo + "/.git").has_value());
+}
+
 }  // namespace
 }  // namespace chock::workspace::session_refs
