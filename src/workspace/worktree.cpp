@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "util/fd.hpp"
@@ -181,6 +183,19 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
                              const Progress& progress, std::uint32_t progress_after_ms, UniqueFd& base_lock) {
   s.common_dir = project.common_dir;
   s.base = project.head;
+  // The shared base (made, derived or there) and the session's git dir need
+  // nothing of each other: the base is held on a thread of its own while
+  // the git dir is made (where no thread can start, one after the other).
+  std::future<Expected<bases::Held>> holding;
+  if (!kind.allow_dirty) {
+    try {
+      holding =
+          std::async(std::launch::async, [&project, owner = s.owner, &kind, &progress, progress_after_ms] {
+            return bases::hold(project, owner, kind.link_base_index, progress, progress_after_ms);
+          });
+    } catch (const std::system_error&) {
+    }
+  }
   if (auto r = fs::make_dirs(s.dir + "/git/admin"); !r) return r;
   std::string repo_link = s.dir + "/git/repo";
   if (::symlink(project.common_dir.c_str(), repo_link.c_str()) != 0) return sys_error("symlink", repo_link);
@@ -198,7 +213,9 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
     // the base's index and the base is settled, the small half of its split
     // index, the shared half linked (and bound read-only in each call). The
     // lock is held until the session's record names the base.
-    auto held = bases::hold(project, s.owner, kind.link_base_index, progress, progress_after_ms);
+    auto held = holding.valid()
+                    ? holding.get()
+                    : bases::hold(project, s.owner, kind.link_base_index, progress, progress_after_ms);
     if (!held) return std::move(held).error();
     base_lock = std::move(held->lock);
     s.shared_base = bases::key(s.owner, s.base);
