@@ -1,8 +1,15 @@
 #include "util/io.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <utility>
+
+#include "util/fd.hpp"
 
 namespace chock {
 
@@ -33,6 +40,41 @@ Expected<std::string> read_all(int fd, const std::string& path, std::size_t max_
     if (used > max_bytes) return Error{"read: larger than expected", path, EFBIG};
   }
   out.resize(used);
+  return out;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+Expected<MappedFile> MappedFile::open(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) return sys_error("open", path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_error("stat", path);
+  if (!S_ISREG(st.st_mode)) return Error{"open: not a regular file", path, EINVAL};
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return Error{"map: larger than expected", path, EFBIG};
+  MappedFile out;
+  if (st.st_size == 0) return out;
+  // Populated now: one walk of the page cache, not a fault for each page read.
+  void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                      fd.get(), 0);
+  if (data == MAP_FAILED) return sys_error("map", path);
+  out.data_ = data;
+  out.size_ = static_cast<std::size_t>(st.st_size);
   return out;
 }
 

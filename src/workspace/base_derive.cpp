@@ -18,14 +18,18 @@
 #include <set>
 
 #include "util/fd.hpp"
+#include "util/io.hpp"
 #include "workspace/bases.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
+#include "workspace/index_file.hpp"
 #include "workspace/session_record.hpp"
 
 namespace chock::workspace::bases {
 
 namespace {
+
+constexpr std::size_t kMaxIndexBytes = std::size_t{1} << 30;
 
 // What differs between two commits: the paths the new one has other bytes,
 // mode or type at (or newly), and those it no longer has.
@@ -182,22 +186,34 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
   if (root_caller &&
       (::chown(tree.c_str(), given.uid, given.gid) != 0 || ::chown(dir.c_str(), given.uid, given.gid) != 0))
     return sys_error("chown", dir);
-  if (auto r = fs::copy_entry(donor + "/index", dir + "/index"); !r) return std::move(r).error();
-  auto env = git::repo_env(project.common_dir, tree, dir + "/index", {});
-  // The index to the new commit (an unchanged entry keeps its stat data) and
-  // the files that differ written into this tree, by one `git restore` of
-  // just those paths: no walk of the two trees (where `read-tree -m -u` spent
-  // most of its time), one reading and one writing of the index (the two
-  // steps it replaces, `update-index --index-info` then `checkout-index -u`,
-  // each read and wrote the whole index). As the run uid for a root caller
-  // (bases.cpp make_base), else root, then chowned.
-  git::Env restore = env;
+  // The donor's index, when plain (index_file.hpp), is merged with a small
+  // index git writes of just the paths written: git reads and hashes neither
+  // the donor's entries nor the new index's. Else git works on a copy of it.
+  const std::size_t hash_size = donor_commit.size() / 2;
+  auto donor_bytes = MappedFile::open(donor + "/index", kMaxIndexBytes);
+  if (!donor_bytes) return std::move(donor_bytes).error();
+  const auto donor_index = index_file::parse(donor_bytes->bytes(), hash_size);
+  const std::string index = dir + "/index";
+  const std::string small = dir + "/index.changed";
+  if (!donor_index)
+    if (auto r = fs::copy_entry(donor + "/index", index); !r) return std::move(r).error();
+  // The files that differ written into this tree and their entries (an
+  // unchanged entry keeps its stat data), by one `git restore` of just those
+  // paths: no walk of the two trees (where `read-tree -m -u` spent most of
+  // its time). As the run uid for a root caller (bases.cpp make_base), else
+  // root, then chowned.
+  git::Env restore = git::repo_env(project.common_dir, tree, donor_index ? small : index, {});
   restore.vars.emplace_back("GIT_LITERAL_PATHSPECS", "1");  // a name is a name, never a pattern
   for (const auto& p : (*changes)->written) restore.stdin_data.append(p).push_back('\0');
-  for (const auto& p : (*changes)->gone) restore.stdin_data.append(p).push_back('\0');
+  // Into the donor's whole index, the paths gone too; a small index has none of them.
+  if (!donor_index)
+    for (const auto& p : (*changes)->gone) restore.stdin_data.append(p).push_back('\0');
   // No preload: threads that lstat every entry in parallel, for a pathspec of a few.
+  // Version 2: the small index is read here (a repository's index.version = 4 is for its own).
   const std::vector<std::string> args{"-c",
                                       "core.preloadIndex=false",
+                                      "-c",
+                                      "index.version=2",
                                       "restore",
                                       "--source=" + project.head,
                                       "--staged",
@@ -205,7 +221,7 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
                                       "--pathspec-from-file=-",
                                       "--pathspec-file-nul"};
   bool chown_after = false;
-  if (!restore.stdin_data.empty()) {  // else the same tree: the donor's index as it is
+  if (!restore.stdin_data.empty()) {  // else the same tree, or files gone only
     if (root_caller) restore.as = as_run_uid(given.uid, given.gid);
     auto moved = !root_caller || restore.as ? git::run(args, restore)
                                             : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
@@ -215,7 +231,30 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
       moved = git::run(args, restore);
     }
     if (!moved) return std::move(moved).error();
-    if (!moved->ok()) return false;  // whatever git refused: a fresh checkout, from a clean tree
+    if (!moved->ok()) {  // whatever git refused: a fresh checkout, from a clean tree
+      (void)::unlink(small.c_str());
+      return false;
+    }
+  }
+  if (donor_index) {
+    std::string small_bytes;
+    if (!restore.stdin_data.empty()) {
+      auto read = fs::read_file_nofollow(small, kMaxIndexBytes);
+      if (!read) return std::move(read).error();
+      small_bytes = std::move(*read);
+      (void)::unlink(small.c_str());
+    }
+    const auto changed_index =
+        small_bytes.empty() ? std::optional(index_file::Index{}) : index_file::parse(small_bytes, hash_size);
+    if (!changed_index) return false;  // not what git was expected to write: a fresh checkout
+    UniqueFd out(::open(index.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (!out) return sys_error("create", index);
+    const std::set<std::string> gone((*changes)->gone.begin(), (*changes)->gone.end());
+    auto written = index_file::write_merged(out.get(), index, *donor_index, *changed_index, gone, hash_size);
+    if (!written) return std::move(written).error();
+    if (!*written) return false;
+    if (root_caller && !chown_after && ::fchown(out.get(), given.uid, given.gid) != 0)
+      return sys_error("chown", index);
   }
   UniqueFd tree_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!tree_fd) return sys_error("open", tree);
@@ -229,7 +268,8 @@ Expected<bool> derive_base(const std::string& dir, const std::string& donor, con
     if (auto r = give_written(tree, (*changes)->written, given); !r) return std::move(r).error();
     // chown moved the written files' ctime and owner: their index entries are refreshed
     // (those of the files below, absent from this tree, are left as they are).
-    auto refreshed = git::run({"-c", "core.trustctime=false", "update-index", "-q", "--refresh"}, env);
+    auto refreshed = git::run({"-c", "core.trustctime=false", "update-index", "-q", "--refresh"},
+                              git::repo_env(project.common_dir, tree, index, {}));
     if (!refreshed) return std::move(refreshed).error();
     if (refreshed->status > 1)
       return Error{"refresh the base's index: " + refreshed->first_error_line(), dir, 0};
