@@ -141,6 +141,10 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   EXPECT_TRUE(std::find(tracked.begin(), tracked.end(), "sub/moved.txt") != tracked.end());
   EXPECT_TRUE(std::find(tracked.begin(), tracked.end(), "b.txt") == tracked.end());
   EXPECT_EQ(parts.substr(second_cut + 4), "alpha two\n") << "a clean status";
+  // The derived index's cache tree (index_file.hpp): what git commits from it is the commit's tree.
+  const std::string same_tree = "test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same";
+  Output tree2 = f.chock({"run", "--session", session_id(second), "--", "sh", "-c", same_tree});
+  EXPECT_EQ(tree2.out, "same\n") << describe(tree2);
   ASSERT_EQ(bases_of(f).bases.size(), 2U);
   const std::string newer = other_base(f, older);
   // Made from the older base: the newer one's own tree holds what differs
@@ -188,6 +192,8 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   EXPECT_EQ(lines(third.out.substr(0, cut1)), lines(third.out.substr(cut1 + 4, cut2 - cut1 - 4)));
   EXPECT_EQ(lines(third.out.substr(0, cut1)).size(), 48U);
   EXPECT_EQ(third.out.substr(cut2 + 4), "inner\n../sub/moved.txt\n") << "m7 gone, a clean status";
+  Output tree3 = f.chock({"run", "--session", session_id(third), "--", "sh", "-c", same_tree});
+  EXPECT_EQ(tree3.out, "same\n") << describe(tree3);
   ASSERT_EQ(bases_of(f).bases.size(), 3U);
   std::string newest;
   for (const auto& b : bases_of(f).bases)
