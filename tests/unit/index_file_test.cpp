@@ -113,6 +113,14 @@ TEST_F(IndexFileTest, WhatIsNotAPlainIndexIsLeftToGit) {
   EXPECT_FALSE(parse(bytes, 32));                              // another hash's index
   EXPECT_FALSE(parse(bytes.substr(0, bytes.size() / 2), 20));  // cut short
   EXPECT_FALSE(parse("DIRC", 20));
+  // A cache tree that does not parse: nothing written, git does the work.
+  Index donor;
+  static constexpr char kTree[] = "a\0003 1\n";  // an entry of 3 with no object name after it
+  donor.tree = std::string_view(kTree, sizeof kTree - 1);
+  UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  auto written = write_merged(null.get(), "/dev/null", donor, Index{}, {}, 20);
+  ASSERT_TRUE(written);
+  EXPECT_FALSE(*written);
 }
 
 }  // namespace
