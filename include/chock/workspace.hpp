@@ -84,7 +84,9 @@
 //                       bases below it (top first, at most kMaxLayers), and a
 //                       session's overlay stacks them all under its own
 //                       layer; its index is the donor's with the changed
-//                       entries replaced (base_derive.cpp). A base others
+//                       entries replaced, merged by Chock from the donor's
+//                       and a small index git writes of just those paths
+//                       (index_file.hpp; base_derive.cpp). A base others
 //                       stack on is kept while they are. A root caller's base is
 //                       checked out by git running as the run uid with
 //                       CAP_DAC_READ_SEARCH alone (RunAs in
@@ -101,9 +103,9 @@
 //                       after by a sweeper the person does not wait for, which
 //                       lets that overlay go first (sweep_trash)
 //   git-cache/          per repository, git's listing of its config (with the
-//                       SHA-256 of the bytes listed) and its branches and
-//                       tags (with their stamp): a new session of an
-//                       unchanged repository starts no git for either
+//                       SHA-256 of the bytes listed): a new session of an
+//                       unchanged repository starts no git for it (nor for
+//                       its branches and tags, read from their files)
 //
 // Git design. Inside the sandbox the view is bound read-only at
 // /run/chock/git/view (the real hooks read-only over its hooks/), the object

@@ -6,7 +6,10 @@
 // donor's own layers, top first: a session's overlay stacks them under this
 // tree. The index is the donor's with the entries that differ replaced (an
 // unchanged entry keeps its stat data: through the overlay its file is the
-// same inode) and the stat data of the files written.
+// same inode) and the stat data of the files written: where the donor's is
+// plain, git writes a small index of the changed paths alone and Chock
+// merges the two (index_file.hpp), so no git process reads or hashes the
+// donor's entries; else git restores the paths into a copy of it.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -70,6 +70,7 @@ Expected<Held> hold(const build::Project& project, uid_t owner, bool split, cons
 // and whiteouts for those gone, stacked on the donor's layers, and the
 // donor's index moved to the new commit. False (nothing made but, perhaps,
 // dir/tree and dir/index) when the donor's commit is not in this repository,
+// when git or the index merge refuses what it is given,
 // more than `max_changes` paths differ or the stack is kMaxLayers deep: a
 // fresh checkout is then the way.
 Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_key,

@@ -274,7 +274,7 @@ Expected<void> pack_reachable(const Session& s, const std::string& view, session
 
 // The repository's branches and tags: what the view already says when the
 // repository's refs are as they were when it was written (refs_stamp.hpp),
-// else git's answer now, with the stamp to keep once the view holds it
+// else the refs now, with the stamp to keep once the view holds it
 // (`stamp`, the refs' stamp taken now; left empty when kept as it is, or
 // when none vouches).
 Expected<session_refs::Refs> repository_refs(const Session& s, const std::string& view, std::string& stamp) {
@@ -289,16 +289,9 @@ Expected<session_refs::Refs> repository_refs(const Session& s, const std::string
   // No stamp vouches for the view while it is rewritten: a crash between leaves none.
   if (::unlink(stamp_path.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", stamp_path);
   // Plain files (most repositories): read as git would, no git process.
+  // Else (a symbolic ref, a reftable: no stamp vouches for those) git lists them.
   if (auto direct = session_refs::repository_refs_from_files(s.common_dir)) return std::move(*direct);
-  // Another session of the repository may have asked git at this very stamp.
-  const std::string cached =
-      stamp.empty() ? std::string() : git_cache_path("refs-" + sha256_hex(s.common_dir));
-  if (!cached.empty())
-    if (auto hit = fs::read_file_nofollow(cached, 64 << 20); hit && hit->starts_with(stamp + '\0'))
-      return session_refs::parse_packed(std::string_view(*hit).substr(stamp.size() + 1));
-  auto refs = session_refs::repository_refs(s.common_dir);
-  if (refs) keep_in_git_cache(cached, stamp + '\0' + session_refs::packed_text(*refs));
-  return refs;
+  return session_refs::repository_refs(s.common_dir);
 }
 
 // common/<name> -> ../view/<name>, made again whatever the call left there.

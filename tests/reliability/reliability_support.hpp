@@ -46,8 +46,8 @@ struct Watched {
   std::string tmp_dir;                   // the runs' TMPDIR
   std::string data_dir;                  // the runs' XDG_DATA_HOME
   // Directories of the data directory not counted: the session's own, and
-  // git-cache/ (one listing of a repository's config and one of its refs,
-  // replaced when they change, never one a call).
+  // git-cache/ (one listing of a repository's config, replaced when it
+  // changes, never one a call).
   std::vector<std::string> except;
 };
 
