@@ -214,6 +214,38 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   EXPECT_EQ(still.out, std::string(8, 'd')) << describe(still);
 }
 
+// A repository whose index is of version 4 (index.version, or
+// feature.manyFiles) has a base whose index Chock does not merge
+// (index_file.hpp): git restores the changed and gone paths into a copy of
+// the donor's, and the session sees the new commit as well.
+TEST(SharedBase, ADerivedBaseOfARepositoryWithAVersionFourIndexIsMadeByGit) {
+  Fixture f;
+  f.init_git();
+  git_ok(f.project(), {"config", "index.version", "4"});
+  many_files(f, 50, 8);
+  Output first = f.run({"--keep"}, "true");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  const std::string older = bases_of(f).bases.front();
+  const std::string header = read_file(base_dir(f, older) + "/index").substr(0, 8);
+  ASSERT_EQ(header, std::string("DIRC\0\0\0\4", 8)) << "the first base's index is not of version 4";
+  write_file(f.file("a.txt"), "alpha two\n");
+  write_file(f.file("m3/new"), "new\n");
+  ASSERT_EQ(::unlink(f.file("b.txt").c_str()), 0);
+  f.commit_all("second");
+  Output second = f.run(
+      {"--keep"},
+      "git ls-tree -r --name-only HEAD; echo ---; "
+      "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
+      "git status --porcelain; test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same");
+  ASSERT_EQ(second.status, 0) << describe(second);
+  const auto cut1 = second.out.find("---\n"), cut2 = second.out.find("---\n", cut1 + 4);
+  ASSERT_NE(cut2, std::string::npos) << second.out;
+  EXPECT_EQ(lines(second.out.substr(0, cut1)), lines(second.out.substr(cut1 + 4, cut2 - cut1 - 4)));
+  EXPECT_EQ(second.out.substr(cut2 + 4), "same\n") << "a clean status and the commit's tree";
+  ASSERT_EQ(bases_of(f).bases.size(), 2U);
+  EXPECT_EQ(read_file(base_dir(f, other_base(f, older)) + "/layers"), older + "\n") << "not derived";
+}
+
 // A derived base names the paths that differ to git: a name that git would
 // read as a pattern (`*`, `:(top)`, `:(glob)`) is that one file, never every
 // file it matches, and a newline or a leading dash is part of a name.
