@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "process.hpp"
 #include "util/fd.hpp"
@@ -20,7 +18,7 @@ class IndexFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     repo_ = dir_.path() + "/r";
-    ASSERT_EQ(sh("git init -q -b main " + repo_), 0);
+    ASSERT_EQ(sh("GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git init -q -b main " + repo_), 0);
     ASSERT_EQ(sh("mkdir -p " + repo_ + "/a/deep " + repo_ + "/a/sub " + repo_ + "/b " + repo_ + "/c " +
                  repo_ + "/d"),
               0);

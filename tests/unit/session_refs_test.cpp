@@ -106,7 +106,9 @@ TEST(SessionRefs, TheRepositorysRefsReadFromItsFilesAreWhatGitLists) {
   const std::string git =
       "cd " + repo +
       " && GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -c user.name=t -c user.email=t@example.com ";
-  ASSERT_EQ(std::system(("git init -q -b main " + repo).c_str()), 0);
+  ASSERT_EQ(
+      std::system(("GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git init -q -b main " + repo).c_str()),
+      0);
   for (const char* step : {"commit -q --allow-empty -m one", "branch feature/x", "tag -a -m t v1",
                            "tag light", "pack-refs --all", "commit -q --allow-empty -m two", "branch loose",
                            "tag -a -m t v2", "branch -f feature/x"})
