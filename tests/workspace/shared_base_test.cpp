@@ -75,6 +75,25 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
+// A call's output of three parts cut by "---" lines: the paths git tracks,
+// the files present (both sorted), and what follows. Empty where not three.
+struct Listing {
+  std::vector<std::string> tracked, present;
+  std::string rest;
+  bool whole = false;
+};
+Listing listing_of(const std::string& out) {
+  Listing l;
+  const auto cut1 = out.find("---\n");
+  const auto cut2 = cut1 == std::string::npos ? cut1 : out.find("---\n", cut1 + 4);
+  if (cut2 == std::string::npos) return l;
+  l.tracked = lines(out.substr(0, cut1));
+  l.present = lines(out.substr(cut1 + 4, cut2 - cut1 - 4));
+  l.rest = out.substr(cut2 + 4);
+  l.whole = true;
+  return l;
+}
+
 TEST(SharedBase, TenSessionsAtOneCommitShareOneBaseAndSeeNothingOfEachOther) {
   Fixture f;
   f.init_git();
@@ -131,16 +150,14 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
                         "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; "
                         "echo ---; cat a.txt; git status --porcelain");
   ASSERT_EQ(second.status, 0) << describe(second);
-  const auto parts = second.out;
-  const auto first_cut = parts.find("---\n"), second_cut = parts.find("---\n", first_cut + 4);
-  ASSERT_NE(second_cut, std::string::npos) << parts;
-  const auto tracked = lines(parts.substr(0, first_cut));
-  const auto present = lines(parts.substr(first_cut + 4, second_cut - first_cut - 4));
-  EXPECT_EQ(tracked, present);
+  const Listing at_second = listing_of(second.out);
+  ASSERT_TRUE(at_second.whole) << second.out;
+  const auto& tracked = at_second.tracked;
+  EXPECT_EQ(tracked, at_second.present);
   EXPECT_EQ(tracked.size(), 53U);
   EXPECT_TRUE(std::find(tracked.begin(), tracked.end(), "sub/moved.txt") != tracked.end());
   EXPECT_TRUE(std::find(tracked.begin(), tracked.end(), "b.txt") == tracked.end());
-  EXPECT_EQ(parts.substr(second_cut + 4), "alpha two\n") << "a clean status";
+  EXPECT_EQ(at_second.rest, "alpha two\n") << "a clean status";
   // The derived index's cache tree (index_file.hpp): what git commits from it is the commit's tree.
   const std::string same_tree = "test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same";
   Output tree2 = f.chock({"run", "--session", session_id(second), "--", "sh", "-c", same_tree});
@@ -187,11 +204,11 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
                        "echo ---; test -e m7 && echo m7-is-there; cat a.txt/inner; readlink new/d.txt; "
                        "git status --porcelain");
   ASSERT_EQ(third.status, 0) << describe(third);
-  const auto cut1 = third.out.find("---\n"), cut2 = third.out.find("---\n", cut1 + 4);
-  ASSERT_NE(cut2, std::string::npos) << third.out;
-  EXPECT_EQ(lines(third.out.substr(0, cut1)), lines(third.out.substr(cut1 + 4, cut2 - cut1 - 4)));
-  EXPECT_EQ(lines(third.out.substr(0, cut1)).size(), 48U);
-  EXPECT_EQ(third.out.substr(cut2 + 4), "inner\n../sub/moved.txt\n") << "m7 gone, a clean status";
+  const Listing at_third = listing_of(third.out);
+  ASSERT_TRUE(at_third.whole) << third.out;
+  EXPECT_EQ(at_third.tracked, at_third.present);
+  EXPECT_EQ(at_third.tracked.size(), 48U);
+  EXPECT_EQ(at_third.rest, "inner\n../sub/moved.txt\n") << "m7 gone, a clean status";
   Output tree3 = f.chock({"run", "--session", session_id(third), "--", "sh", "-c", same_tree});
   EXPECT_EQ(tree3.out, "same\n") << describe(tree3);
   ASSERT_EQ(bases_of(f).bases.size(), 3U);
@@ -238,10 +255,10 @@ TEST(SharedBase, ADerivedBaseOfARepositoryWithAVersionFourIndexIsMadeByGit) {
       "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
       "git status --porcelain; test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same");
   ASSERT_EQ(second.status, 0) << describe(second);
-  const auto cut1 = second.out.find("---\n"), cut2 = second.out.find("---\n", cut1 + 4);
-  ASSERT_NE(cut2, std::string::npos) << second.out;
-  EXPECT_EQ(lines(second.out.substr(0, cut1)), lines(second.out.substr(cut1 + 4, cut2 - cut1 - 4)));
-  EXPECT_EQ(second.out.substr(cut2 + 4), "same\n") << "a clean status and the commit's tree";
+  const Listing listed = listing_of(second.out);
+  ASSERT_TRUE(listed.whole) << second.out;
+  EXPECT_EQ(listed.tracked, listed.present);
+  EXPECT_EQ(listed.rest, "same\n") << "a clean status and the commit's tree";
   ASSERT_EQ(bases_of(f).bases.size(), 2U);
   EXPECT_EQ(read_file(base_dir(f, other_base(f, older)) + "/layers"), older + "\n") << "not derived";
 }
