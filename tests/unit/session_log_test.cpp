@@ -201,9 +201,10 @@ TEST_F(SessionLogTest, ARemovedLastLineShowsThroughTheHeadFile) {
 TEST_F(SessionLogTest, AnEditedLastLineShowsThroughTheHeadFile) {
   std::string path = five_events();
   auto lines = read_lines(path);
-  auto at = lines[4].find("812");
-  ASSERT_NE(at, std::string::npos);
-  lines[4][at] = '9';
+  // The duration's digits, not a "812" that the line's hashes may hold by chance.
+  auto at = lines[4].find("\"duration_ms\":812");
+  ASSERT_NE(at, std::string::npos) << lines[4];
+  lines[4][at + std::string("\"duration_ms\":").size()] = '9';
   write_lines(path, lines);
   Verification v = verified(path);
   EXPECT_FALSE(v.ok);
