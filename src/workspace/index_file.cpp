@@ -99,6 +99,11 @@ void write_tree(const TreeNode& node, std::string& out) {
 
 }  // namespace
 
+std::optional<std::uint32_t> entry_count(std::string_view header) {
+  if (header.size() < 12 || header.substr(0, 4) != "DIRC") return std::nullopt;
+  return be32(header, 8);
+}
+
 std::optional<Index> parse(std::string_view b, std::size_t hash_size) {
   if ((hash_size != 20 && hash_size != 32) || b.size() < 12 + hash_size || b.substr(0, 4) != "DIRC")
     return std::nullopt;

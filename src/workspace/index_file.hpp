@@ -32,6 +32,10 @@ struct Index {
   std::string_view tree;       // the cache tree ("TREE") extension's data, if any
 };
 
+// The number of entries an index's first 12 bytes announce ("DIRC", the
+// version, the count), or nullopt where they are not an index's.
+std::optional<std::uint32_t> entry_count(std::string_view header);
+
 // `bytes` (which must outlive the result) read as an index whose object
 // names are `hash_size` bytes (20 for SHA-1, 32 for SHA-256); its trailer is
 // not checked. Nullopt for what is not a plain index of version 2 or 3 or

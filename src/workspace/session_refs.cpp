@@ -172,23 +172,11 @@ std::optional<Refs> repository_refs_from_files(const std::string& common_dir) {
     if (unusual) return std::nullopt;
   }
   Refs refs;
-  const int packed_fd = ::openat(common.get(), "packed-refs", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (packed_fd >= 0) {
-    UniqueFd packed(packed_fd);
-    if (::fstat(packed.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::size_t>(st.st_size) > kMaxPackedBytes)
-      return std::nullopt;
-    std::string text(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < text.size()) {
-      const ssize_t n = ::read(packed.get(), text.data() + got, text.size() - got);
-      if (n <= 0) return std::nullopt;
-      got += static_cast<std::size_t>(n);
-    }
-    for (auto& [name, id] : parse_packed(text))
+  if (auto text = fs::read_file_nofollow(common_dir + "/packed-refs", kMaxPackedBytes); text) {
+    for (auto& [name, id] : parse_packed(*text))
       if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) refs[name] = std::move(id);
-  } else if (errno != ENOENT) {
-    return std::nullopt;
+  } else if (text.error().code != ENOENT) {
+    return std::nullopt;  // a link, not a file, too large: git reads it as it reads it
   }
   for (auto& [name, id] : loose) refs[name] = std::move(id);
   return refs;

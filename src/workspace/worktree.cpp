@@ -19,6 +19,7 @@
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
+#include "workspace/index_file.hpp"
 #include "workspace/progress.hpp"
 #include "workspace/session_refs.hpp"
 
@@ -86,15 +87,11 @@ std::optional<std::string> head_from_files(const Project& p) {
 }  // namespace
 
 std::uint64_t index_entries(const std::string& index) {
-  // "DIRC", the version, then the count: 12 bytes, not the whole index.
+  // The header alone, not the whole index.
   UniqueFd fd(::open(index.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  unsigned char head[12] = {};
-  if (!fd || ::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head) ||
-      std::string_view(reinterpret_cast<const char*>(head), 4) != "DIRC")
-    return 0;
-  std::uint64_t n = 0;
-  for (int i = 8; i < 12; ++i) n = (n << 8) | head[i];
-  return n;
+  char head[12] = {};
+  if (!fd || ::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) return 0;
+  return index_file::entry_count(std::string_view(head, sizeof head)).value_or(0);
 }
 
 gid_t group_of(uid_t uid) {
