@@ -406,20 +406,21 @@ struct Candidate {
   std::uint64_t bytes = 0;
 };
 
-}  // namespace
-
-Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<std::uint64_t> max_bytes) {
-  BasesCollected out;
-  auto root = bases_dir(false);
-  if (!root) return std::move(root).error();
-  DIR* d = ::opendir(root->c_str());
-  if (d == nullptr) return errno == ENOENT ? Expected<BasesCollected>(out) : sys_error("opendir", *root);
+// One pass of collect: what is kept is counted afresh in `out`, what is
+// removed added to it. True when it removed a base.
+Expected<bool> collect_pass(const std::string& root, std::int64_t older_than_seconds,
+                            std::optional<std::uint64_t> max_bytes, BasesCollected& out) {
+  out.kept_in_use = out.kept_recent = 0;
+  out.kept_bytes = 0;
+  const std::size_t removed_before = out.removed.size();
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return errno == ENOENT ? Expected<bool>(false) : sys_error("opendir", root);
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
   ::closedir(d);
   auto records = session_records();
   if (!records) return std::move(records).error();
-  auto stacked = stacked_on(*root);
+  auto stacked = stacked_on(root);
   if (!stacked) return std::move(stacked).error();
   // Removed only under the base's exclusive lock, which a session being made
   // over it, or a base being derived from it, holds shared until the session's
@@ -429,16 +430,16 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
     if (!unfinished) {
       auto now_records = session_records();
       if (!now_records) return std::move(now_records).error();
-      auto now_stacked = stacked_on(*root);
+      auto now_stacked = stacked_on(root);
       if (!now_stacked) return std::move(now_stacked).error();
       if (named_in(*now_records, k) || now_stacked->count(k) != 0) return false;
     }
-    const std::string path = *root + "/" + name;
-    const std::uint64_t bytes = unfinished ? fs::disk_usage(path) : size_of(*root, k);
+    const std::string path = root + "/" + name;
+    const std::uint64_t bytes = unfinished ? fs::disk_usage(path) : size_of(root, k);
     if (auto r = store::discard(path); !r) return std::move(r).error();
     if (!unfinished) {
-      (void)::unlink((*root + "/" + k + ".lock").c_str());
-      (void)::unlink((*root + "/" + k + ".size").c_str());
+      (void)::unlink((root + "/" + k + ".lock").c_str());
+      (void)::unlink((root + "/" + k + ".size").c_str());
     }
     out.removed.push_back(name);
     out.freed_bytes += bytes;
@@ -453,8 +454,8 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
       k = name.substr(std::string(kTmpPrefix).size());
       k = k.substr(0, k.rfind('.'));
     }
-    if (!is_base_key(k) || (!unfinished && !fs::is_dir(*root + "/" + name))) continue;
-    const std::string lock_path = *root + "/" + k + ".lock";
+    if (!is_base_key(k) || (!unfinished && !fs::is_dir(root + "/" + name))) continue;
+    const std::string lock_path = root + "/" + k + ".lock";
     const bool used = !unfinished && (named_in(*records, k) || stacked->count(k) != 0);
     // Used recently: kept without taking its lock (the sweeper's gc of old
     // bases never stands in the way of a session being made).
@@ -463,7 +464,7 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
         now - used_at.st_mtim.tv_sec < older_than_seconds) {
       ++out.kept_recent;
       if (max_bytes) {
-        candidates.push_back({k, used_at.st_mtim.tv_sec, size_of(*root, k)});
+        candidates.push_back({k, used_at.st_mtim.tv_sec, size_of(root, k)});
         out.kept_bytes += candidates.back().bytes;
       }
       continue;
@@ -481,16 +482,16 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
     }
     if (!removed && !unfinished) {
       ++out.kept_in_use;
-      if (max_bytes) out.kept_bytes += size_of(*root, k);
+      if (max_bytes) out.kept_bytes += size_of(root, k);
     }
   }
-  if (!max_bytes || out.kept_bytes <= *max_bytes) return out;
+  if (!max_bytes || out.kept_bytes <= *max_bytes) return out.removed.size() > removed_before;
   // Over the cap: the unused bases kept for their age go, least recently used first.
   std::sort(candidates.begin(), candidates.end(),
             [](const Candidate& a, const Candidate& b) { return a.used_at < b.used_at; });
   for (const auto& c : candidates) {
     if (out.kept_bytes <= *max_bytes) break;
-    auto fd = open_lock(*root + "/" + c.key + ".lock");
+    auto fd = open_lock(root + "/" + c.key + ".lock");
     if (!fd) return std::move(fd).error();
     if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) continue;
     auto r = remove_locked(c.key, c.key, false);
@@ -499,6 +500,22 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
     --out.kept_recent;
     ++out.removed_for_size;
     out.kept_bytes -= std::min(out.kept_bytes, c.bytes);
+  }
+  return out.removed.size() > removed_before;
+}
+
+}  // namespace
+
+Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<std::uint64_t> max_bytes) {
+  BasesCollected out;
+  auto root = bases_dir(false);
+  if (!root) return std::move(root).error();
+  // The bases a stack is made of are used by the one above them until it goes:
+  // each pass frees the next layer down (a stack is at most kMaxLayers deep).
+  for (std::size_t pass = 0; pass <= kMaxLayers; ++pass) {
+    auto removed = collect_pass(*root, older_than_seconds, max_bytes, out);
+    if (!removed) return std::move(removed).error();
+    if (!*removed) break;
   }
   return out;
 }

@@ -229,6 +229,13 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   Output still = f.chock({"run", "--session", session_id(third), "--", "cat", "b.txt", "m3/f3"});
   EXPECT_EQ(still.status, 1) << describe(still);
   EXPECT_EQ(still.out, std::string(8, 'd')) << describe(still);
+
+  // Once no session uses the top of the stack, one gc frees it whole.
+  ASSERT_EQ(f.chock({"workspace", "remove", "--force", session_id(third)}).status, 0);
+  Output all = f.chock({"workspace", "gc"});
+  EXPECT_NE(all.err.find("removed 3 shared base(s)"), std::string::npos) << describe(all);
+  EXPECT_NE(all.err.find("kept 0 in use"), std::string::npos) << describe(all);
+  EXPECT_TRUE(bases_of(f).bases.empty());
 }
 
 // A repository whose index is of version 4 (index.version, or
