@@ -4,7 +4,8 @@
 // a whiteout (a 0/0 character device, which overlayfs takes for "deleted";
 // the kernel lets anyone make one). Its `layers` file names the donor and the
 // donor's own layers, top first: a session's overlay stacks them under this
-// tree. The index is the donor's with the entries that differ replaced (an
+// tree (the donor: the base used last, or where its stack is kMaxLayers
+// deep, that stack's bottom, a whole checkout). The index is the donor's with the entries that differ replaced (an
 // unchanged entry keeps its stat data: through the overlay its file is the
 // same inode) and the stat data of the files written: where the donor's is
 // plain, git writes a small index of the changed paths alone and Chock
@@ -168,12 +169,22 @@ Expected<std::vector<std::string>> layers_below(const std::string& base_dir) {
   return keys;
 }
 
-Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_key,
+Expected<bool> derive_base(const std::string& dir, const std::string& top, const std::string& top_key,
                            const build::Project& project, uid_t owner, std::size_t max_changes) {
-  auto below = layers_below(donor);
+  auto below = layers_below(top);
   if (!below) return std::move(below).error();
-  // A fresh checkout starts a new stack.
-  if (below->size() + 1 >= kMaxLayers || !layers_fit(below->size() + 2, donor.size() + 5)) return false;
+  std::string donor = top, donor_key = top_key;
+  // A stack at its depth: the new base is derived from its bottom, a whole
+  // checkout, by all that differs since (a stack of two, not a fresh checkout).
+  // The top, held, stacks on the bottom: gc leaves it.
+  if (below->size() + 1 >= kMaxLayers || !layers_fit(below->size() + 2, donor.size() + 5)) {
+    if (below->empty()) return false;
+    donor_key = below->back();
+    donor = top.substr(0, top.rfind('/') + 1) + donor_key;
+    below = layers_below(donor);
+    if (!below) return std::move(below).error();
+    if (!below->empty() || !layers_fit(2, donor.size() + 5)) return false;
+  }
   const std::string donor_commit = donor_key.substr(donor_key.find('-') + 1);
   auto changes = changes_between(project, donor_commit, max_changes);
   if (!changes) return std::move(changes).error();

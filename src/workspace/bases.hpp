@@ -40,7 +40,8 @@ Expected<std::vector<std::string>> layers_of(const std::string& key);
 // The keys a base's tree stacks on (its `layers` file), top first; none for
 // a base checked out whole.
 Expected<std::vector<std::string>> layers_below(const std::string& base_dir);
-// How deep a stack of derived bases grows before a fresh checkout starts a new one.
+// How deep a stack of derived bases grows; the next base is derived from its
+// bottom (a whole checkout) by all that differs since: a stack of two.
 inline constexpr std::size_t kMaxLayers = 8;
 
 // A base's index split for its sessions (bases.cpp, make_split): `index`,
@@ -65,15 +66,15 @@ struct Held {
 Expected<Held> hold(const build::Project& project, uid_t owner, bool split, const Progress& progress,
                     std::uint32_t progress_after_ms);
 
-// Makes the base of `project`'s HEAD in `dir` from the base `donor` (its
-// key `donor_key`; base_derive.cpp): a tree of only the files that differ
-// and whiteouts for those gone, stacked on the donor's layers, and the
-// donor's index moved to the new commit. False (nothing made but, perhaps,
-// dir/tree and dir/index) when the donor's commit is not in this repository,
-// when git or the index merge refuses what it is given,
-// more than `max_changes` paths differ or the stack is kMaxLayers deep: a
+// Makes the base of `project`'s HEAD in `dir` from the base `top` (its key
+// `top_key`; base_derive.cpp), or from the bottom of its stack where that is
+// kMaxLayers deep: a tree of only the files that differ and whiteouts for
+// those gone, stacked on the donor's layers, and the donor's index moved to
+// the new commit. False (nothing made but, perhaps, dir/tree and dir/index)
+// when the donor's commit is not in this repository, when git or the index
+// merge refuses what it is given, or more than `max_changes` paths differ: a
 // fresh checkout is then the way.
-Expected<bool> derive_base(const std::string& dir, const std::string& donor, const std::string& donor_key,
+Expected<bool> derive_base(const std::string& dir, const std::string& top, const std::string& top_key,
                            const build::Project& project, uid_t owner, std::size_t max_changes);
 
 // collect_bases (workspace.hpp).

@@ -238,6 +238,67 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   EXPECT_TRUE(bases_of(f).bases.empty());
 }
 
+// The base of the project's HEAD.
+std::string head_base(const Fixture& f) {
+  const std::string head = git_ok(f.project(), {"rev-parse", "HEAD"});
+  for (const auto& b : bases_of(f).bases)
+    if (b.ends_with("-" + head.substr(0, head.find('\n')))) return b;
+  return {};
+}
+
+// A stack of derived bases grows to kMaxLayers (8) trees; the base after it
+// is derived from the stack's bottom, a whole checkout, by all that differs
+// since: a stack of two, not a fresh checkout of every file.
+TEST(SharedBase, AFullStackIsDerivedAgainFromItsBottomNotCheckedOutWhole) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 60, 8);  // a fifth of the entries may differ from a donor: 12
+  ASSERT_EQ(f.run({}, "true").status, 0);
+  const std::string bottom = head_base(f);
+  ASSERT_FALSE(bottom.empty());
+  std::vector<std::string> stack;
+  for (int k = 1; k <= 8; ++k) {
+    write_file(f.file("m" + std::to_string(k % 10) + "/f" + std::to_string(k)),
+               "change " + std::to_string(k));
+    if (k == 3) {
+      ASSERT_EQ(::unlink(f.file("m0/f20").c_str()), 0);
+    }
+    f.commit_all("step " + std::to_string(k));
+    Output step = f.run({}, "true");
+    ASSERT_EQ(step.status, 0) << describe(step);
+    stack.push_back(head_base(f));
+  }
+  // The seventh stacks on the six before it and the bottom: eight trees.
+  std::string seventh_layers;
+  for (int k = 5; k >= 0; --k) seventh_layers += stack[static_cast<std::size_t>(k)] + "\n";
+  EXPECT_EQ(read_file(base_dir(f, stack[6]) + "/layers"), seventh_layers + bottom + "\n");
+  // The eighth: on the bottom alone, its tree holding every change since.
+  EXPECT_EQ(read_file(base_dir(f, stack[7]) + "/layers"), bottom + "\n");
+  const std::string eighth = base_dir(f, stack[7]) + "/tree";
+  EXPECT_EQ(lines(run_process({"sh", "-c", "cd '" + eighth + "' && find . -type f | sort"}).out),
+            (std::vector<std::string>{"./m1/f1", "./m2/f2", "./m3/f3", "./m4/f4", "./m5/f5", "./m6/f6",
+                                      "./m7/f7", "./m8/f8"}));
+  EXPECT_EQ(lines(run_process({"sh", "-c", "cd '" + eighth + "' && find . -type c | sort"}).out),
+            (std::vector<std::string>{"./m0/f20"}));
+  // What a session there sees is the commit's tree, its index the commit's.
+  Output inside = f.run({"--keep"},
+                        "git ls-tree -r --name-only HEAD; echo ---; "
+                        "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
+                        "cat m3/f3 m8/f8; echo; git status --porcelain; "
+                        "test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same");
+  ASSERT_EQ(inside.status, 0) << describe(inside);
+  const Listing listing = listing_of(inside.out);
+  ASSERT_TRUE(listing.whole) << inside.out;
+  EXPECT_EQ(listing.tracked, listing.present);
+  EXPECT_EQ(listing.tracked.size(), 62U);  // 60 and the fixture's three, less the one gone
+  EXPECT_EQ(listing.rest, "change 3change 8\nsame\n");
+  // The next one stacks on the eighth as on any other.
+  write_file(f.file("m9/f9"), "change 9");
+  f.commit_all("step 9");
+  ASSERT_EQ(f.run({}, "true").status, 0);
+  EXPECT_EQ(read_file(base_dir(f, head_base(f)) + "/layers"), stack[7] + "\n" + bottom + "\n");
+}
+
 // A repository whose index is of version 4 (index.version, or
 // feature.manyFiles) has a base whose index Chock does not merge
 // (index_file.hpp): git restores the changed and gone paths into a copy of
