@@ -413,6 +413,7 @@ Expected<bool> collect_pass(const std::string& root, std::int64_t older_than_sec
   out.kept_in_use = out.kept_recent = 0;
   out.kept_bytes = 0;
   const std::size_t removed_before = out.removed.size();
+  const auto at = [&root](const std::string& name) { return std::string(root).append("/").append(name); };
   DIR* d = ::opendir(root.c_str());
   if (d == nullptr) return errno == ENOENT ? Expected<bool>(false) : sys_error("opendir", root);
   std::vector<std::string> names;
@@ -434,12 +435,12 @@ Expected<bool> collect_pass(const std::string& root, std::int64_t older_than_sec
       if (!now_stacked) return std::move(now_stacked).error();
       if (named_in(*now_records, k) || now_stacked->count(k) != 0) return false;
     }
-    const std::string path = root + "/" + name;
+    const std::string path = at(name);
     const std::uint64_t bytes = unfinished ? fs::disk_usage(path) : size_of(root, k);
     if (auto r = store::discard(path); !r) return std::move(r).error();
     if (!unfinished) {
-      (void)::unlink((root + "/" + k + ".lock").c_str());
-      (void)::unlink((root + "/" + k + ".size").c_str());
+      (void)::unlink((at(k + ".lock")).c_str());
+      (void)::unlink((at(k + ".size")).c_str());
     }
     out.removed.push_back(name);
     out.freed_bytes += bytes;
@@ -454,8 +455,8 @@ Expected<bool> collect_pass(const std::string& root, std::int64_t older_than_sec
       k = name.substr(std::string(kTmpPrefix).size());
       k = k.substr(0, k.rfind('.'));
     }
-    if (!is_base_key(k) || (!unfinished && !fs::is_dir(root + "/" + name))) continue;
-    const std::string lock_path = root + "/" + k + ".lock";
+    if (!is_base_key(k) || (!unfinished && !fs::is_dir(at(name)))) continue;
+    const std::string lock_path = at(k + ".lock");
     const bool used = !unfinished && (named_in(*records, k) || stacked->count(k) != 0);
     // Used recently: kept without taking its lock (the sweeper's gc of old
     // bases never stands in the way of a session being made).
@@ -491,7 +492,7 @@ Expected<bool> collect_pass(const std::string& root, std::int64_t older_than_sec
             [](const Candidate& a, const Candidate& b) { return a.used_at < b.used_at; });
   for (const auto& c : candidates) {
     if (out.kept_bytes <= *max_bytes) break;
-    auto fd = open_lock(root + "/" + c.key + ".lock");
+    auto fd = open_lock(at(c.key + ".lock"));
     if (!fd) return std::move(fd).error();
     if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) continue;
     auto r = remove_locked(c.key, c.key, false);
