@@ -57,7 +57,7 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
     "A sandbox for AI-agent tool calls\n Chock runs each tool call of an agent in a throwaway copy of the project,\n behind namespaces, Landlock, seccomp, resource limits and a closed or\n brokered network; work reaches the project only as commits.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libchock-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "nlohmann-json3-dev, libmd-dev, libc-ares-dev")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "nlohmann-json3-dev, libmd-dev, libc-ares-dev, zlib1g-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "Chock's sandbox as a static C++ library\n The library under the chock command: spawn a sandboxed call, read its\n result. Headers, the static library, a CMake package and a pkg-config file.")
 include(CPack)

@@ -59,7 +59,7 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
 
-Expected<MappedFile> MappedFile::open(const std::string& path, std::size_t max_bytes) {
+Expected<MappedFile> MappedFile::open(const std::string& path, std::size_t max_bytes, bool populate) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) return sys_error("open", path);
   struct stat st {};
@@ -70,8 +70,8 @@ Expected<MappedFile> MappedFile::open(const std::string& path, std::size_t max_b
   MappedFile out;
   if (st.st_size == 0) return out;
   // Populated now: one walk of the page cache, not a fault for each page read.
-  void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE,
-                      fd.get(), 0);
+  void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ,
+                      MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd.get(), 0);
   if (data == MAP_FAILED) return sys_error("map", path);
   out.data_ = data;
   out.size_ = static_cast<std::size_t>(st.st_size);

@@ -26,8 +26,10 @@ class MappedFile {
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
   ~MappedFile();
-  // `path` (no link followed), at most `max_bytes`; EFBIG past them.
-  [[nodiscard]] static Expected<MappedFile> open(const std::string& path, std::size_t max_bytes);
+  // `path` (no link followed), at most `max_bytes`; EFBIG past them. Populated
+  // (read in whole now) unless `populate` is false: a pack read a few pages of.
+  [[nodiscard]] static Expected<MappedFile> open(const std::string& path, std::size_t max_bytes,
+                                                 bool populate = true);
   [[nodiscard]] std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
 
  private:

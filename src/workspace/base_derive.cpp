@@ -2,15 +2,18 @@
 // what differs: its tree/ holds only the files that differ from the donor's
 // commit (written by `git restore`) and, for each path that is gone,
 // a whiteout (a 0/0 character device, which overlayfs takes for "deleted";
-// the kernel lets anyone make one). Its `layers` file names the donor and the
-// donor's own layers, top first: a session's overlay stacks them under this
-// tree (the donor: the base used last, or where its stack is kMaxLayers
-// deep, that stack's bottom, a whole checkout). The index is the donor's with the entries that differ replaced (an
-// unchanged entry keeps its stat data: through the overlay its file is the
-// same inode) and the stat data of the files written: where the donor's is
-// plain, git writes a small index of the changed paths alone and Chock
-// merges the two (index_file.hpp), so no git process reads or hashes the
-// donor's entries; else git restores the paths into a copy of it.
+// the kernel lets anyone make one). What differs is read from the object
+// store in this process (tree_diff.hpp), from `git diff` where it is not
+// read here. Its `layers` file names the donor and the donor's own layers,
+// top first: a session's overlay stacks them under this tree (the donor:
+// the base used last, or where its stack is kMaxLayers deep, that stack's
+// bottom, a whole checkout). The index is the donor's with the entries that
+// differ replaced (an unchanged entry keeps its stat data: through the
+// overlay its file is the same inode) and the stat data of the files
+// written: where the donor's is plain, git writes a small index of the
+// changed paths alone and Chock merges the two (index_file.hpp), so no git
+// process reads or hashes the donor's entries; else git restores the paths
+// into a copy of it.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -28,6 +31,7 @@
 #include "workspace/git.hpp"
 #include "workspace/index_file.hpp"
 #include "workspace/session_record.hpp"
+#include "workspace/tree_diff.hpp"
 
 namespace chock::workspace::bases {
 
@@ -35,12 +39,10 @@ namespace {
 
 constexpr std::size_t kMaxIndexBytes = std::size_t{1} << 30;
 
-// What differs between two commits: the paths the new one has other bytes,
-// mode or type at (or newly), and those it no longer has.
-struct Changes {
-  std::vector<std::string> written, gone;
-};
+using tree_diff::Changes;
 
+// What differs between two commits, from git (where tree_diff does not read
+// the store): written and gone, not yet new_dirs.
 Expected<std::optional<Changes>> changes_between(const build::Project& project, const std::string& from,
                                                  std::size_t max_changes) {
   auto diff =
@@ -91,11 +93,37 @@ Expected<std::optional<std::set<std::string>>> directories_kept(const build::Pro
   return std::optional<std::set<std::string>>(std::move(out));
 }
 
+// What differs from the commit `from` to HEAD, the new commit's directories
+// among the paths gone and above them included: read from the object store
+// here (tree_diff.hpp), else from git. Nullopt where a fresh checkout is the
+// way (too many paths differ, the donor's commit is not in the repository).
+Expected<std::optional<Changes>> what_differs(const build::Project& project, const std::string& from,
+                                              std::size_t max_changes) {
+  const std::size_t hash_size = from.size() / 2;
+  if (!tree_diff::replaces_objects(project.common_dir)) {
+    if (auto store = git_objects::Store::open(project.common_dir + "/objects", hash_size)) {
+      auto walked = tree_diff::between(*store, git_objects::raw_id(from), git_objects::raw_id(project.head),
+                                       hash_size, max_changes);
+      if (walked.outcome == tree_diff::Outcome::too_many) return std::optional<Changes>();
+      if (walked.outcome == tree_diff::Outcome::done)
+        return std::optional<Changes>(std::move(walked.changes));
+    }
+  }
+  auto changes = changes_between(project, from, max_changes);
+  if (!changes || !*changes) return changes;
+  auto new_dirs = directories_kept(project, (*changes)->gone);
+  if (!new_dirs) return std::move(new_dirs).error();
+  if (!*new_dirs) return std::optional<Changes>();
+  (*changes)->new_dirs = std::move(**new_dirs);
+  return changes;
+}
+
 // The paths to mark deleted: for each path gone, the topmost of it and its
 // directories the new commit does not have, unless something of the new
 // commit stands in its place (a file, or a directory where a file was),
 // which hides what is below in any case.
-std::set<std::string> whiteouts_for(const Changes& c, const std::set<std::string>& new_dirs) {
+std::set<std::string> whiteouts_for(const Changes& c) {
+  const std::set<std::string>& new_dirs = c.new_dirs;
   const std::set<std::string> written(c.written.begin(), c.written.end());
   std::set<std::string> out;
   for (const auto& p : c.gone) {
@@ -186,12 +214,9 @@ Expected<bool> derive_base(const std::string& dir, const std::string& top, const
     if (!below->empty() || !layers_fit(2, donor.size() + 5)) return false;
   }
   const std::string donor_commit = donor_key.substr(donor_key.find('-') + 1);
-  auto changes = changes_between(project, donor_commit, max_changes);
+  auto changes = what_differs(project, donor_commit, max_changes);
   if (!changes) return std::move(changes).error();
   if (!*changes) return false;
-  auto new_dirs = directories_kept(project, (*changes)->gone);
-  if (!new_dirs) return std::move(new_dirs).error();
-  if (!*new_dirs) return false;
 
   const std::string tree = dir + "/tree";
   const bool root_caller = ::geteuid() == 0 && owner != 0;
@@ -272,7 +297,7 @@ Expected<bool> derive_base(const std::string& dir, const std::string& top, const
   }
   UniqueFd tree_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!tree_fd) return sys_error("open", tree);
-  for (const auto& w : whiteouts_for(**changes, **new_dirs))
+  for (const auto& w : whiteouts_for(**changes))
     if (auto r = make_whiteout(tree_fd.get(), w, root_caller ? &given : nullptr); !r)
       return std::move(r).error();
   std::string layers = donor_key + "\n";
