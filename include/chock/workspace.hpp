@@ -77,17 +77,22 @@
 //                       inode numbers and times). Made under
 //                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and
 //                       renamed into place whole (bases.hpp); a base for a
-//                       new commit is derived from the uid's base used last
-//                       when few paths differ, at the cost of what differs:
-//                       its tree/ holds only the files that changed and a
-//                       whiteout for each path gone, its `layers` names the
-//                       bases below it (top first, at most kMaxLayers), and a
+//                       new commit is derived from the base of the uid and
+//                       repository used last (named by the link
+//                       bases/<uid>.<repository hash>.last) when few paths
+//                       differ, at the cost of what differs (read from the
+//                       object store by Chock, tree_diff.hpp): its tree/
+//                       holds only the files that changed and a whiteout
+//                       for each path gone, its `layers` names the bases
+//                       below it (top first, at most kMaxLayers: then the
+//                       next is derived from the stack's bottom), and a
 //                       session's overlay stacks them all under its own
 //                       layer; its index is the donor's with the changed
 //                       entries replaced, merged by Chock from the donor's
 //                       and a small index git writes of just those paths
 //                       (index_file.hpp; base_derive.cpp). A base others
-//                       stack on is kept while they are. A root caller's base is
+//                       stack on is kept while they are; an unused stack
+//                       goes whole in one gc. A root caller's base is
 //                       checked out by git running as the run uid with
 //                       CAP_DAC_READ_SEARCH alone (RunAs in
 //                       util/subprocess.hpp): its files and index are that

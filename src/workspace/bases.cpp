@@ -227,16 +227,55 @@ Expected<void> settle_index(Held& held, const std::string& common_dir, const std
 }
 
 // The base of another commit to derive this one from: the one of the same
-// uid used last (its lock file's time), held shared meanwhile so gc leaves it.
+// uid and repository used last (last_used_link), else the one of the uid
+// used last (its lock file's time); held shared meanwhile so gc leaves it.
 struct Donor {
   UniqueFd lock;
   std::string dir, key;
 };
 
-std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const std::string& commit) {
+// <bases>/<uid>.<repository>.last: a link whose target names the base of
+// the repository (its common dir's hash) that `owner`'s sessions used last
+// (never followed: read as a name), so the next base is derived from it
+// without a look at every base there, and never from another repository's.
+std::string last_used_link(const std::string& root, uid_t owner, const std::string& common_dir) {
+  return std::string(root)
+      .append("/")
+      .append(std::to_string(owner))
+      .append(".")
+      .append(sha256_hex(common_dir).substr(0, 16))
+      .append(".last");
+}
+
+void note_used(const std::string& root, uid_t owner, const std::string& common_dir, const std::string& k) {
+  const std::string link = last_used_link(root, owner, common_dir);
+  char now[128];
+  const ssize_t n = ::readlink(link.c_str(), now, sizeof now);
+  if (n > 0 && std::string_view(now, static_cast<std::size_t>(n)) == k) return;
+  const std::string next = link + ".new." + std::to_string(::getpid());
+  (void)::unlink(next.c_str());
+  if (::symlink(k.c_str(), next.c_str()) != 0) return;  // a hint only: the scan stays
+  if (::rename(next.c_str(), link.c_str()) != 0) (void)::unlink(next.c_str());
+}
+
+std::optional<Donor> hold_donor(const std::string& root, const std::string& k) {
+  auto fd = open_lock(root + "/" + k + ".lock");
+  if (!fd || ::flock(fd->get(), LOCK_SH) != 0 || !fs::is_dir(root + "/" + k)) return std::nullopt;
+  return Donor{std::move(*fd), root + "/" + k, k};
+}
+
+std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const build::Project& project) {
+  const std::string& commit = project.head;
+  const std::string prefix = std::to_string(owner) + "-";
+  char last[128];
+  const ssize_t n = ::readlink(last_used_link(root, owner, project.common_dir).c_str(), last, sizeof last);
+  if (n > 0 && static_cast<std::size_t>(n) < sizeof last) {
+    const std::string k(last, static_cast<std::size_t>(n));
+    if (k.rfind(prefix, 0) == 0 && is_base_key(k) && k != prefix + commit)
+      if (auto donor = hold_donor(root, k)) return donor;
+  }
   DIR* d = ::opendir(root.c_str());
   if (d == nullptr) return std::nullopt;
-  const std::string prefix = std::to_string(owner) + "-";
   std::string best;
   std::int64_t best_time = -1;  // in nanoseconds: two bases are often used within one second
   while (dirent* e = ::readdir(d)) {
@@ -256,16 +295,14 @@ std::optional<Donor> nearest_donor(const std::string& root, uid_t owner, const s
   }
   ::closedir(d);
   if (best.empty()) return std::nullopt;
-  auto fd = open_lock(root + "/" + best + ".lock");
-  if (!fd || ::flock(fd->get(), LOCK_SH) != 0 || !fs::is_dir(root + "/" + best)) return std::nullopt;
-  return Donor{std::move(*fd), root + "/" + best, best};
+  return hold_donor(root, best);
 }
 
 // From the nearest base when few files differ, else a fresh checkout.
 Expected<void> make_from_nearest(const std::string& tmp, const std::string& root,
                                  const build::Project& project, uid_t owner, const Progress& progress,
                                  std::uint32_t progress_after_ms) {
-  if (auto donor = nearest_donor(root, owner, project.head); donor) {
+  if (auto donor = nearest_donor(root, owner, project); donor) {
     const std::uint64_t entries = build::index_entries(donor->dir + "/index");
     auto derived =
         derive_base(tmp, donor->dir, donor->key, project, owner, static_cast<std::size_t>(entries / 5));
@@ -336,8 +373,9 @@ Expected<Held> hold(const build::Project& project, uid_t owner, bool split, cons
   if (!held.made)
     if (auto r = settle_index(held, project.common_dir, project.head, split, lock_path); !r)
       return std::move(r).error();
-  // When it was last used, for gc: the lock file's time.
+  // When it was last used, for gc: the lock file's time; for the next base derived, the link.
   (void)::futimens(held.lock.get(), nullptr);
+  note_used(*root, owner, project.common_dir, k);
   return held;
 }
 

@@ -38,7 +38,9 @@ BaseDir bases_of(const Fixture& f) {
   if (d == nullptr) return out;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == ".." || name.ends_with(".lock") || name.ends_with(".size")) continue;
+    if (name == "." || name == ".." || name.ends_with(".lock") || name.ends_with(".size") ||
+        name.ends_with(".last"))
+      continue;
     (name.rfind(".tmp.", 0) == 0 ? out.leftovers : out.bases).push_back(name);
   }
   ::closedir(d);
@@ -297,6 +299,33 @@ TEST(SharedBase, AFullStackIsDerivedAgainFromItsBottomNotCheckedOutWhole) {
   f.commit_all("step 9");
   ASSERT_EQ(f.run({}, "true").status, 0);
   EXPECT_EQ(read_file(base_dir(f, head_base(f)) + "/layers"), stack[7] + "\n" + bottom + "\n");
+}
+
+// The next base of a repository is derived from the base its sessions used
+// last, though another repository's was used since (with one data directory).
+TEST(SharedBase, ABaseIsDerivedFromItsOwnRepositorysLastBaseNotAnothersUsedSince) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 20, 8);
+  ASSERT_EQ(f.run({}, "true").status, 0);
+  const std::string mine = head_base(f);
+  ASSERT_FALSE(mine.empty());
+  const std::string other = f.data() + "/../other";
+  ASSERT_EQ(::mkdir(other.c_str(), 0755), 0);
+  git_ok(other, {"init", "-q", "-b", "main"});
+  write_file(other + "/x.txt", "x\n");
+  git_ok(other, {"add", "-A"});
+  git_ok(other, {"commit", "-qm", "other"});
+  Output there = f.chock({"run", "--project", other, "--", "true"});
+  ASSERT_EQ(there.status, 0) << describe(there);
+  ASSERT_EQ(bases_of(f).bases.size(), 2U);
+  write_file(f.file("m1/f1"), "changed");
+  f.commit_all("next");
+  Output next = f.run({}, "true");
+  ASSERT_EQ(next.status, 0) << describe(next);
+  const std::string layers = base_dir(f, head_base(f)) + "/layers";
+  ASSERT_TRUE(exists(layers)) << "checked out whole, not derived";
+  EXPECT_EQ(read_file(layers), mine + "\n");
 }
 
 // A repository whose index is of version 4 (index.version, or
