@@ -22,7 +22,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <future>
 #include <set>
+#include <system_error>
 
 #include "util/fd.hpp"
 #include "util/io.hpp"
@@ -170,6 +172,49 @@ Expected<void> give_written(const std::string& tree, const std::vector<std::stri
   return {};
 }
 
+// Where and as whom git restores the files that differ.
+struct Restore {
+  const build::Project& project;
+  const std::string& tree;
+  bool root_caller;
+  fs::Owner given;
+};
+
+// The files `paths` names (NUL-terminated) written into the tree and their
+// entries into `index` (an unchanged entry keeps its stat data), by one
+// `git restore` of just those paths: no walk of the two trees (where
+// `read-tree -m -u` spent most of its time). As the run uid for a root
+// caller (bases.cpp make_base), else root, then chowned (`chown_after`).
+// False where git refused.
+Expected<bool> restore_paths(const Restore& how, const std::string& index, const std::string& paths,
+                             bool& chown_after) {
+  git::Env restore = git::repo_env(how.project.common_dir, how.tree, index, {});
+  restore.vars.emplace_back("GIT_LITERAL_PATHSPECS", "1");  // a name is a name, never a pattern
+  restore.stdin_data = paths;
+  // No preload: threads that lstat every entry in parallel, for a pathspec of a few.
+  // Version 2: the small index is read here (a repository's index.version = 4 is for its own).
+  const std::vector<std::string> args{"-c",
+                                      "core.preloadIndex=false",
+                                      "-c",
+                                      "index.version=2",
+                                      "restore",
+                                      "--source=" + how.project.head,
+                                      "--staged",
+                                      "--worktree",
+                                      "--pathspec-from-file=-",
+                                      "--pathspec-file-nul"};
+  if (how.root_caller && !chown_after) restore.as = as_run_uid(how.given.uid, how.given.gid);
+  auto moved = !how.root_caller || restore.as ? git::run(args, restore)
+                                              : Expected<git::Output>(Error{"no filter", how.tree, ENOSYS});
+  if (how.root_caller && !moved) {  // no run uid to give: as root, then chowned
+    restore.as.reset();
+    chown_after = true;
+    moved = git::run(args, restore);
+  }
+  if (!moved) return std::move(moved).error();
+  return moved->ok();
+}
+
 // Whether a session's overlay can stack `layers` trees whose paths are
 // `path_length` long: one by one from Linux 6.8 (mount_tree.cpp); before,
 // in one fsconfig value of at most 255 bytes.
@@ -228,56 +273,54 @@ Expected<bool> derive_base(const std::string& dir, const std::string& top, const
   // The donor's index, when plain (index_file.hpp), is merged with a small
   // index git writes of just the paths written: git reads and hashes neither
   // the donor's entries nor the new index's. Else git works on a copy of it.
+  // Its header tells first: git restores while the donor's is mapped and
+  // parsed beside it, and again into a copy where it is not plain after all.
   const std::size_t hash_size = donor_commit.size() / 2;
-  auto donor_bytes = MappedFile::open(donor + "/index", kMaxIndexBytes);
-  if (!donor_bytes) return std::move(donor_bytes).error();
-  const auto donor_index = index_file::parse(donor_bytes->bytes(), hash_size);
   const std::string index = dir + "/index";
   const std::string small = dir + "/index.changed";
-  if (!donor_index)
-    if (auto r = fs::copy_entry(donor + "/index", index); !r) return std::move(r).error();
-  // The files that differ written into this tree and their entries (an
-  // unchanged entry keeps its stat data), by one `git restore` of just those
-  // paths: no walk of the two trees (where `read-tree -m -u` spent most of
-  // its time). As the run uid for a root caller (bases.cpp make_base), else
-  // root, then chowned.
-  git::Env restore = git::repo_env(project.common_dir, tree, donor_index ? small : index, {});
-  restore.vars.emplace_back("GIT_LITERAL_PATHSPECS", "1");  // a name is a name, never a pattern
-  for (const auto& p : (*changes)->written) restore.stdin_data.append(p).push_back('\0');
-  // Into the donor's whole index, the paths gone too; a small index has none of them.
-  if (!donor_index)
-    for (const auto& p : (*changes)->gone) restore.stdin_data.append(p).push_back('\0');
-  // No preload: threads that lstat every entry in parallel, for a pathspec of a few.
-  // Version 2: the small index is read here (a repository's index.version = 4 is for its own).
-  const std::vector<std::string> args{"-c",
-                                      "core.preloadIndex=false",
-                                      "-c",
-                                      "index.version=2",
-                                      "restore",
-                                      "--source=" + project.head,
-                                      "--staged",
-                                      "--worktree",
-                                      "--pathspec-from-file=-",
-                                      "--pathspec-file-nul"};
+  std::string written;
+  for (const auto& p : (*changes)->written) written.append(p).push_back('\0');
+  std::string every = written;  // into a copy of the donor's whole index, the paths gone too
+  for (const auto& p : (*changes)->gone) every.append(p).push_back('\0');
+  const Restore how{project, tree, root_caller, given};
   bool chown_after = false;
-  if (!restore.stdin_data.empty()) {  // else the same tree, or files gone only
-    if (root_caller) restore.as = as_run_uid(given.uid, given.gid);
-    auto moved = !root_caller || restore.as ? git::run(args, restore)
-                                            : Expected<git::Output>(Error{"no filter", dir, ENOSYS});
-    if (root_caller && !moved) {  // no run uid to give: as root, then chowned
-      restore.as.reset();
-      chown_after = true;
-      moved = git::run(args, restore);
+  std::future<Expected<bool>> restoring;
+  const bool plain_header = index_file::plain_version(build::index_header(donor + "/index"));
+  if (plain_header && !written.empty()) {
+    try {
+      restoring = std::async(std::launch::async, [&how, &small, &written, &chown_after] {
+        return restore_paths(how, small, written, chown_after);
+      });
+    } catch (const std::system_error&) {
     }
-    if (!moved) return std::move(moved).error();
-    if (!moved->ok()) {  // whatever git refused: a fresh checkout, from a clean tree
-      (void)::unlink(small.c_str());
-      return false;
+  }
+  auto donor_bytes = MappedFile::open(donor + "/index", kMaxIndexBytes);
+  std::optional<index_file::Index> donor_index;
+  if (donor_bytes) donor_index = index_file::parse(donor_bytes->bytes(), hash_size);
+  Expected<bool> moved = true;
+  if (restoring.valid()) {
+    moved = restoring.get();
+  } else if (donor_index && !written.empty()) {
+    moved = restore_paths(how, small, written, chown_after);
+  }
+  if (!donor_bytes) return std::move(donor_bytes).error();
+  if (!moved) return std::move(moved).error();
+  if (!*moved) {  // whatever git refused: a fresh checkout, from a clean tree
+    (void)::unlink(small.c_str());
+    return false;
+  }
+  if (!donor_index) {
+    (void)::unlink(small.c_str());
+    if (auto r = fs::copy_entry(donor + "/index", index); !r) return std::move(r).error();
+    if (!every.empty()) {  // else the same tree
+      moved = restore_paths(how, index, every, chown_after);
+      if (!moved) return std::move(moved).error();
+      if (!*moved) return false;
     }
   }
   if (donor_index) {
     std::string small_bytes;
-    if (!restore.stdin_data.empty()) {
+    if (!written.empty()) {
       auto read = fs::read_file_nofollow(small, kMaxIndexBytes);
       if (!read) return std::move(read).error();
       small_bytes = std::move(*read);

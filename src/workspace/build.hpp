@@ -92,6 +92,8 @@ std::string url_without_secrets(const std::string& url);
 // or its upper layer over the shared base.
 std::string writable_tree(const Session& session);
 
+// The first 12 bytes of an index ("DIRC", its version, its count), or empty.
+std::string index_header(const std::string& index);
 // The entries an index Chock's git just wrote counts in its header (for progress reports).
 std::uint64_t index_entries(const std::string& index);
 

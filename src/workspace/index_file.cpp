@@ -104,6 +104,10 @@ std::optional<std::uint32_t> entry_count(std::string_view header) {
   return be32(header, 8);
 }
 
+bool plain_version(std::string_view header) {
+  return entry_count(header) && (be32(header, 4) == 2 || be32(header, 4) == 3);
+}
+
 std::optional<Index> parse(std::string_view b, std::size_t hash_size) {
   if ((hash_size != 20 && hash_size != 32) || b.size() < 12 + hash_size || b.substr(0, 4) != "DIRC")
     return std::nullopt;

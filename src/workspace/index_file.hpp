@@ -35,6 +35,9 @@ struct Index {
 // The number of entries an index's first 12 bytes announce ("DIRC", the
 // version, the count), or nullopt where they are not an index's.
 std::optional<std::uint32_t> entry_count(std::string_view header);
+// Whether those bytes announce an index of version 2 or 3 (which parse may
+// still refuse, for what follows them).
+bool plain_version(std::string_view header);
 
 // `bytes` (which must outlive the result) read as an index whose object
 // names are `hash_size` bytes (20 for SHA-1, 32 for SHA-256); its trailer is

@@ -86,12 +86,16 @@ std::optional<std::string> head_from_files(const Project& p) {
 
 }  // namespace
 
-std::uint64_t index_entries(const std::string& index) {
+std::string index_header(const std::string& index) {
   // The header alone, not the whole index.
   UniqueFd fd(::open(index.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   char head[12] = {};
-  if (!fd || ::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) return 0;
-  return index_file::entry_count(std::string_view(head, sizeof head)).value_or(0);
+  if (!fd || ::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) return {};
+  return {head, sizeof head};
+}
+
+std::uint64_t index_entries(const std::string& index) {
+  return index_file::entry_count(index_header(index)).value_or(0);
 }
 
 gid_t group_of(uid_t uid) {

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
+#include "workspace/index_file.hpp"
 
 extern char** environ;
 
@@ -358,6 +359,48 @@ TEST(SharedBase, ADerivedBaseOfARepositoryWithAVersionFourIndexIsMadeByGit) {
   EXPECT_EQ(listed.rest, "same\n") << "a clean status and the commit's tree";
   ASSERT_EQ(bases_of(f).bases.size(), 2U);
   EXPECT_EQ(read_file(base_dir(f, other_base(f, older)) + "/layers"), older + "\n") << "not derived";
+}
+
+// The donor's index says it is of version 2, but what follows is not what
+// Chock merges (here a conflict: a.txt at stages 1 and 2): git restored into
+// a small index while Chock parsed the donor's, and restores again into a
+// copy of it, which the new commit's a.txt resolves; the base is derived
+// all the same.
+TEST(SharedBase, ADonorsIndexChockDoesNotMergeIsRestoredIntoByGitAfterAll) {
+  Fixture f;
+  f.init_git();
+  many_files(f, 50, 8);
+  Output first = f.run({"--keep"}, "true");
+  ASSERT_EQ(first.status, 0) << describe(first);
+  const std::string older = bases_of(f).bases.front();
+  const std::string index_path = base_dir(f, older) + "/index";
+  const std::string blob = git_ok(f.project(), {"rev-parse", "HEAD:a.txt"}).substr(0, 40);
+  RunOptions into_base;
+  into_base.env = {{"GIT_INDEX_FILE", index_path}, {"GIT_CONFIG_GLOBAL", "/dev/null"}};
+  into_base.stdin_data =
+      "0 " + std::string(40, '0') + "\ta.txt\n100644 " + blob + " 1\ta.txt\n100644 " + blob + " 2\ta.txt\n";
+  Output conflicted = run_process(
+      {"git", "-C", f.project(), "-c", "core.splitIndex=false", "update-index", "--index-info"}, into_base);
+  ASSERT_EQ(conflicted.status, 0) << describe(conflicted);
+  ASSERT_EQ(std::string(read_file(index_path).substr(0, 8)), std::string("DIRC\0\0\0\2", 8));
+  ASSERT_FALSE(workspace::index_file::parse(read_file(index_path), 20)) << "Chock would merge it";
+  write_file(f.file("a.txt"), "alpha two\n");
+  ASSERT_EQ(::unlink(f.file("b.txt").c_str()), 0);
+  f.commit_all("second");
+  Output second = f.run({"--keep"},
+                        "git ls-tree -r --name-only HEAD; echo ---; "
+                        "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
+                        "cat a.txt; git status --porcelain; test \"$(git write-tree)\" = \"$(git rev-parse "
+                        "HEAD^{tree})\" && echo same");
+  ASSERT_EQ(second.status, 0) << describe(second);
+  const Listing listed = listing_of(second.out);
+  ASSERT_TRUE(listed.whole) << second.out;
+  EXPECT_EQ(listed.tracked, listed.present);
+  EXPECT_EQ(listed.tracked.size(), 52U);
+  EXPECT_EQ(listed.rest, "alpha two\nsame\n") << "a clean status and the commit's tree";
+  const std::string layers = base_dir(f, other_base(f, older)) + "/layers";
+  ASSERT_TRUE(exists(layers)) << "checked out whole, not derived";
+  EXPECT_EQ(read_file(layers), older + "\n");
 }
 
 // A derived base names the paths that differ to git: a name that git would
