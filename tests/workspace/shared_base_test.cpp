@@ -133,6 +133,23 @@ TEST(SharedBase, TenSessionsAtOneCommitShareOneBaseAndSeeNothingOfEachOther) {
   EXPECT_EQ(read_file(tree + "/a.txt"), "alpha\n");
 }
 
+// The script whose output listing_of reads (the paths git tracks, the
+// files present), then `rest`.
+std::string listing_then(const std::string& rest) {
+  return "git ls-tree -r --name-only HEAD; echo ---; "
+         "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; " +
+         rest;
+}
+
+// 50 files committed and a kept session at that commit: its base's name.
+std::string first_base(Fixture& f) {
+  many_files(f, 50, 8);
+  Output first = f.run({"--keep"}, "true");
+  EXPECT_EQ(first.status, 0) << describe(first);
+  const auto bases = bases_of(f).bases;
+  return bases.empty() ? std::string() : bases.front();
+}
+
 TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlderBase) {
   Fixture f;
   f.init_git();
@@ -148,10 +165,7 @@ TEST(SharedBase, ASessionAtANewerCommitSeesExactlyThatCommitsTreeMadeFromTheOlde
   git_ok(f.project(), {"add", "-A"});
   git_ok(f.project(), {"mv", "sub/c.txt", "sub/moved.txt"});
   git_ok(f.project(), {"commit", "-qm", "second"});
-  Output second = f.run({"--keep"},
-                        "git ls-tree -r --name-only HEAD; echo ---; "
-                        "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; "
-                        "echo ---; cat a.txt; git status --porcelain");
+  Output second = f.run({"--keep"}, listing_then("cat a.txt; git status --porcelain"));
   ASSERT_EQ(second.status, 0) << describe(second);
   const Listing at_second = listing_of(second.out);
   ASSERT_TRUE(at_second.whole) << second.out;
@@ -284,11 +298,9 @@ TEST(SharedBase, AFullStackIsDerivedAgainFromItsBottomNotCheckedOutWhole) {
   EXPECT_EQ(lines(run_process({"sh", "-c", "cd '" + eighth + "' && find . -type c | sort"}).out),
             (std::vector<std::string>{"./m0/f20"}));
   // What a session there sees is the commit's tree, its index the commit's.
-  Output inside = f.run({"--keep"},
-                        "git ls-tree -r --name-only HEAD; echo ---; "
-                        "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
-                        "cat m3/f3 m8/f8; echo; git status --porcelain; "
-                        "test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same");
+  Output inside = f.run(
+      {"--keep"}, listing_then("cat m3/f3 m8/f8; echo; git status --porcelain; "
+                               "test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same"));
   ASSERT_EQ(inside.status, 0) << describe(inside);
   const Listing listing = listing_of(inside.out);
   ASSERT_TRUE(listing.whole) << inside.out;
@@ -337,21 +349,16 @@ TEST(SharedBase, ADerivedBaseOfARepositoryWithAVersionFourIndexIsMadeByGit) {
   Fixture f;
   f.init_git();
   git_ok(f.project(), {"config", "index.version", "4"});
-  many_files(f, 50, 8);
-  Output first = f.run({"--keep"}, "true");
-  ASSERT_EQ(first.status, 0) << describe(first);
-  const std::string older = bases_of(f).bases.front();
+  const std::string older = first_base(f);
+  ASSERT_FALSE(older.empty());
   const std::string header = read_file(base_dir(f, older) + "/index").substr(0, 8);
   ASSERT_EQ(header, std::string("DIRC\0\0\0\4", 8)) << "the first base's index is not of version 4";
   write_file(f.file("a.txt"), "alpha two\n");
   write_file(f.file("m3/new"), "new\n");
   ASSERT_EQ(::unlink(f.file("b.txt").c_str()), 0);
   f.commit_all("second");
-  Output second = f.run(
-      {"--keep"},
-      "git ls-tree -r --name-only HEAD; echo ---; "
-      "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
-      "git status --porcelain; test \"$(git write-tree)\" = \"$(git rev-parse HEAD^{tree})\" && echo same");
+  Output second = f.run({"--keep"}, listing_then("git status --porcelain; test \"$(git write-tree)\" = "
+                                                 "\"$(git rev-parse HEAD^{tree})\" && echo same"));
   ASSERT_EQ(second.status, 0) << describe(second);
   const Listing listed = listing_of(second.out);
   ASSERT_TRUE(listed.whole) << second.out;
@@ -369,10 +376,8 @@ TEST(SharedBase, ADerivedBaseOfARepositoryWithAVersionFourIndexIsMadeByGit) {
 TEST(SharedBase, ADonorsIndexChockDoesNotMergeIsRestoredIntoByGitAfterAll) {
   Fixture f;
   f.init_git();
-  many_files(f, 50, 8);
-  Output first = f.run({"--keep"}, "true");
-  ASSERT_EQ(first.status, 0) << describe(first);
-  const std::string older = bases_of(f).bases.front();
+  const std::string older = first_base(f);
+  ASSERT_FALSE(older.empty());
   const std::string index_path = base_dir(f, older) + "/index";
   const std::string blob = git_ok(f.project(), {"rev-parse", "HEAD:a.txt"}).substr(0, 40);
   RunOptions into_base;
@@ -387,11 +392,10 @@ TEST(SharedBase, ADonorsIndexChockDoesNotMergeIsRestoredIntoByGitAfterAll) {
   write_file(f.file("a.txt"), "alpha two\n");
   ASSERT_EQ(::unlink(f.file("b.txt").c_str()), 0);
   f.commit_all("second");
-  Output second = f.run({"--keep"},
-                        "git ls-tree -r --name-only HEAD; echo ---; "
-                        "find . -path ./.git -prune -o -type f -print | sed 's|^\\./||'; echo ---; "
-                        "cat a.txt; git status --porcelain; test \"$(git write-tree)\" = \"$(git rev-parse "
-                        "HEAD^{tree})\" && echo same");
+  Output second =
+      f.run({"--keep"},
+            listing_then("cat a.txt; git status --porcelain; test \"$(git write-tree)\" = \"$(git rev-parse "
+                         "HEAD^{tree})\" && echo same"));
   ASSERT_EQ(second.status, 0) << describe(second);
   const Listing listed = listing_of(second.out);
   ASSERT_TRUE(listed.whole) << second.out;
