@@ -227,7 +227,8 @@ TEST(GitObjects, DeltasAndTreesOutOfBoundsAreRefused) {
   using git_objects::parse_tree;
   const std::string id(20, '\x01');
   const auto entry = [&id](const std::string& mode_and_name) { return mode_and_name + '\0' + id; };
-  auto ok = parse_tree(entry("100755 run") + entry("40000 dir") + entry("120000 l"), 20);
+  const std::string three = entry("100755 run") + entry("40000 dir") + entry("120000 l");
+  auto ok = parse_tree(three, 20);  // its names and ids are views into `three`
   ASSERT_TRUE(ok);
   ASSERT_EQ(ok->size(), 3U);
   EXPECT_EQ((*ok)[0].mode, 0100755U);
