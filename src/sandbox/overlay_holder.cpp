@@ -20,6 +20,7 @@
 
 #include "sandbox/tree_watch.hpp"
 #include "util/fd_passing.hpp"
+#include "util/hex.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::sandbox {
@@ -216,10 +217,7 @@ int overlay_holder_main(int argc, char** argv) {
       hex.find_first_not_of("0123456789abcdef") != std::string_view::npos)
     return 2;
   static std::string key;  // the holder's one key, for as long as it runs
-  key.resize(hex.size() / 2);
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (std::size_t i = 0; i < key.size(); ++i)
-    key[i] = static_cast<char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+  key = bytes_of_hex(hex);
   // Only as hold_overlay starts it: its four descriptors are there, and what they should be.
   struct stat st[4] = {};
   for (int i = 0; i < 4; ++i)
@@ -360,12 +358,7 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
   // call's), twice forked so that no caller (a long-lived chock mcp) has it
   // as a child; the four descriptors at kFirstKept on.
   std::string idle_text = std::to_string(std::min<std::chrono::milliseconds::rep>(idle.count(), 3'600'000));
-  std::string hex;
-  hex.reserve(key.size() * 2);
-  for (const unsigned char c : key) {
-    hex.push_back("0123456789abcdef"[c >> 4]);
-    hex.push_back("0123456789abcdef"[c & 15]);
-  }
+  std::string hex = hex_of(key);
   char exe[] = "/proc/self/exe";
   char arg0[] = "chock";
   char mode[] = "--hold-overlay";

@@ -69,7 +69,7 @@ Expected<MappedFile> MappedFile::open(const std::string& path, std::size_t max_b
     return Error{"map: larger than expected", path, EFBIG};
   MappedFile out;
   if (st.st_size == 0) return out;
-  // Populated now: one walk of the page cache, not a fault for each page read.
+  // Populated now (unless told not): one walk of the page cache, not a fault for each page read.
   void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ,
                       MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd.get(), 0);
   if (data == MAP_FAILED) return sys_error("map", path);

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 
+#include "util/hex.hpp"
+
 namespace chock {
 
 std::string digest_of(const std::vector<std::string_view>& pieces, std::size_t size) {
@@ -35,15 +37,7 @@ std::string sha1_digest(std::string_view bytes) {
 }
 
 std::string sha256_hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(kSha256HexLength);
-  for (const char c : sha256_digest(bytes)) {
-    const auto byte = static_cast<std::uint8_t>(c);
-    out += kHex[byte >> 4];
-    out += kHex[byte & 0xf];
-  }
-  return out;
+  return hex_of(sha256_digest(bytes));
 }
 
 }  // namespace chock

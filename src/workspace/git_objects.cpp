@@ -7,6 +7,8 @@
 #include <climits>
 #include <cstring>
 
+#include "util/hex.hpp"
+
 namespace chock::workspace::git_objects {
 
 namespace {
@@ -44,35 +46,14 @@ std::uint32_t canonical_mode(std::uint32_t mode) {
   }
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 }  // namespace
 
 std::string raw_id(std::string_view hex) {
-  if ((hex.size() != 40 && hex.size() != 64)) return {};
-  std::string out(hex.size() / 2, '\0');
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return {};
-    out[i] = static_cast<char>((hi << 4) | lo);
-  }
-  return out;
+  return hex.size() == 40 || hex.size() == 64 ? bytes_of_hex(hex) : std::string();
 }
 
 std::string hex_id(std::string_view raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(raw.size() * 2);
-  for (char c : raw) {
-    const auto b = static_cast<unsigned char>(c);
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xf]);
-  }
-  return out;
+  return hex_of(raw);
 }
 
 std::optional<std::string> apply_delta(std::string_view base, std::string_view delta, std::size_t max_bytes) {
