@@ -33,11 +33,22 @@
 //   tree/               git with --allow-dirty (and sessions made before
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs);
-//                       where the operator links base indexes
-//                       (.link_base_index) and the base is settled, its
-//                       index is the small half of a split index and
-//                       sharedindex.<hash> (every entry) a hard link to the
-//                       base's, bound read-only in each call
+//                       over a shared base, the upper layer of an overlay
+//                       mounted at the admin dir in each call (volatile: no
+//                       sync when it goes, as a bind has none), its lower
+//                       layer git/index-below/, which holds only `index`, a
+//                       hard link to the base's: the session has an index
+//                       of its own (a whole one) only once its git writes
+//                       one, renamed over the base's; a write in place is
+//                       overlayfs's copy (Session::index_below)
+//   git/index-below/, git/admin-work/  that overlay's lower layer and work
+//                       directory (set aside before each mount, as work/)
+//                       Sessions made before, and where the operator links
+//                       base indexes (.link_base_index) and the base is
+//                       settled: the admin dir bound as it is, its index a
+//                       copy or the small half of a split index whose
+//                       sharedindex.<hash> (every entry) is a hard link to
+//                       the base's, bound read-only in each call
 //                       (Session::shared_index); the session's git writes a
 //                       shared half of its own when it writes the index
 //                       (git_view.cpp's config)
@@ -69,10 +80,9 @@
 //                       index, index.settled, split/: that index split, made
 //                       once it is settled for sessions that link it), owned
 //                       by the uid calls run as and shared by every git
-//                       session at that commit: a new session is two
-//                       directories and a copy of the index (or the small
-//                       half of the split one), whatever the size of the
-//                       tree; its git status
+//                       session at that commit: a new session is a few
+//                       directories and a link to the base's index,
+//                       whatever the size of the tree; its git status
 //                       trusts the index's stat data (overlay keeps the base's
 //                       inode numbers and times). Made under
 //                       bases/<key>.lock in bases/.tmp.<key>.<nonce> and
@@ -203,6 +213,11 @@ struct Session {
   // The base's shared index its admin dir links ("sharedindex.<hash>"),
   // bound read-only in each call. Empty: the index is all its own (a copy).
   std::string shared_index;
+  // The admin dir inside is an overlay over index-below/, which holds a link
+  // to the base's index: the session has an index of its own only once its
+  // git writes one. False: the admin dir is bound as it is (sessions made
+  // before, and those with a shared index).
+  bool index_below = false;
   std::string applied;  // the last session commit that reached the branch; empty none
   // overlay
   std::string lower;                      // the lower layer: the project itself, or a root caller's copy
@@ -328,9 +343,9 @@ Expected<SessionLock> hold_mounts(const Session& session);
 // set aside (renamed to work/spent.<nonce>); remove_set_aside_work deletes
 // them, and any an earlier call left, once the call has started. Failures
 // leave them to overlayfs, or to the next call.
-// (Not the session's own when `overlay_held`: the overlay kept mounted since
-// the last call works in it still.)
-void set_aside_work(const Session& session, bool overlay_held = false);
+// (Not those in `held_work`: an overlay kept mounted since the last call
+// works in it still.)
+void set_aside_work(const Session& session, const std::vector<std::string>& held_work = {});
 void remove_set_aside_work(const Session& session);
 // Writes session.json back (unless it holds this already).
 Expected<void> save(const Session& session);

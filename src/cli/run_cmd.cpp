@@ -438,18 +438,23 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   // As late as can be: the last call's teardown goes on meanwhile.
   auto mounts = workspace::hold_mounts(s);
   if (!mounts) return refuse(mounts.error(), o.result_file);
-  UniqueFd held;  // the overlay the last call left mounted, until spawn has attached it
+  // The overlays the last call left mounted (the session's tree, its admin
+  // dir), until spawn has attached them; the work directories they still use.
+  std::vector<UniqueFd> held;
+  std::vector<std::string> held_work;
   for (auto& overlay : config.overlays) {
     if (overlay.hold_dir.empty()) continue;
     if (overlay.hold_idle.count() > 0) {
-      held = sandbox::take_held_overlay(overlay.hold_dir, sandbox::hold_key(overlay));
-      overlay.held = held.get();
+      UniqueFd clone = sandbox::take_held_overlay(overlay.hold_dir, sandbox::hold_key(overlay));
+      if (!clone) continue;
+      overlay.held = clone.get();
+      held.push_back(std::move(clone));
+      held_work.push_back(overlay.work);
     } else {
       sandbox::release_held_overlay(overlay.hold_dir);  // none beside this call's own
     }
-    break;  // the session's own: the only one kept
   }
-  if (!o.background) workspace::set_aside_work(s, held.valid());
+  if (!o.background) workspace::set_aside_work(s, held_work);
   if (o.background) {
     // A task runs beside the session's later calls: it waits for the last
     // call's teardown, and holds nothing for its own.

@@ -72,6 +72,14 @@ Expected<void> add_carried(Session& session, const std::vector<std::string>& pat
 // The upper layer of the session's i-th carried directory.
 std::string carry_upper(const Session& session, std::size_t index);
 std::string carry_work(const Session& session, std::size_t index);
+// A session with an index below (Session::index_below): the lower layer of
+// its admin dir's overlay, which holds `index`, a link to the base's, and
+// that overlay's work directory.
+std::string index_below_dir(const Session& session);
+std::string admin_work(const Session& session);
+// Where the holder of that overlay listens, as the tree's listens in the
+// session's directory (overlay_holder.hpp): <session dir>/git.
+std::string admin_hold_dir(const std::string& session_dir);
 // A new directory below the work root `root` for one task's overlay work
 // (work_dirs.cpp): t-<nonce>.
 Expected<std::string> own_work_dir(const std::string& root);

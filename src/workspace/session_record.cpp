@@ -161,6 +161,7 @@ nlohmann::json session_record(const Session& s) {
       {"base", s.base},
       {"shared_base", s.shared_base},
       {"shared_index", s.shared_index},
+      {"index_below", s.index_below},
       {"applied", s.applied},
       {"lower", s.lower},
       {"carry_shift", carry_shifts},
@@ -203,6 +204,10 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
     if (j.contains("shared_index")) s.shared_index = j.at("shared_index").get<std::string>();
     if (!s.shared_index.empty() && (s.shared_base.empty() || !is_shared_index_name(s.shared_index)))
       return Error{"is damaged (a shared index that is not sharedindex.<hash> of a shared base)", "", 0};
+    // Sessions made before an index below have one of their own.
+    if (j.contains("index_below")) s.index_below = j.at("index_below").get<bool>();
+    if (s.index_below && (s.shared_base.empty() || !s.shared_index.empty()))
+      return Error{"is damaged (an index below without a shared base, or beside a shared index)", "", 0};
     s.applied = j.at("applied").get<std::string>();
     s.lower = j.at("lower").get<std::string>();
     if (j.contains("carry_shift"))

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/overlay_scan.hpp"
@@ -74,13 +75,15 @@ Pending pending_of(const Session& s) {
   return p;
 }
 
-// What a session holds of its own: the base's shared index its admin dir
-// links is the base's, counted there (while the base still has it).
+// What a session holds of its own: the base's index (or its shared half)
+// that it links is the base's, counted there (while the base still has it).
 std::uint64_t own_size(const Session& s) {
   std::uint64_t bytes = fs::disk_usage(s.dir);
+  std::string linked;
+  if (s.index_below) linked = build::index_below_dir(s) + "/index";
+  if (!s.shared_index.empty()) linked = s.admin() + "/" + s.shared_index;
   struct stat st {};
-  if (!s.shared_index.empty() && ::lstat((s.admin() + "/" + s.shared_index).c_str(), &st) == 0 &&
-      S_ISREG(st.st_mode) && st.st_nlink > 1)
+  if (!linked.empty() && ::lstat(linked.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
     bytes -= std::min(bytes, static_cast<std::uint64_t>(st.st_blocks) * 512U);
   return bytes;
 }

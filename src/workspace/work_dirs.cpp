@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -26,19 +27,21 @@ namespace {
 
 constexpr std::string_view kSpentPrefix = "spent.";
 
-// The work directories a call's mounts are given: the session's, and each
-// carried directory's.
+// The work directories a call's mounts are given: the session's, each
+// carried directory's, and its admin dir's (which a volatile mount leaves
+// marked: set aside, never mounted again).
 std::vector<std::string> work_roots(const Session& s) {
   std::vector<std::string> roots{s.work()};
   for (std::size_t i = 0; i < s.carry.size(); ++i) roots.push_back(build::carry_work(s, i));
+  if (s.index_below) roots.push_back(build::admin_work(s));
   return roots;
 }
 
 }  // namespace
 
-void set_aside_work(const Session& s, bool overlay_held) {
+void set_aside_work(const Session& s, const std::vector<std::string>& held_work) {
   for (const auto& root : work_roots(s)) {
-    if (overlay_held && root == s.work()) continue;
+    if (std::find(held_work.begin(), held_work.end(), root) != held_work.end()) continue;
     std::uint64_t nonce = 0;
     if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) return;
     char name[32];

@@ -209,27 +209,42 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
   const gid_t gid = group_of(s.owner);
 
   if (!kind.allow_dirty) {
-    // Over the commit's shared base: two directories and its index, whatever
-    // the size of the tree (bases.hpp): a copy; or, where the operator links
-    // the base's index and the base is settled, the small half of its split
-    // index, the shared half linked (and bound read-only in each call). The
-    // lock is held until the session's record names the base.
+    // Over the commit's shared base: a few directories and a link to its
+    // index, whatever the size of the tree (bases.hpp). The admin dir inside
+    // is an overlay over that link: git writes an index of its own only when
+    // it writes one (a rename beside the base's, which no call can reach
+    // but to read). Where the operator links the base's index and the base
+    // is settled, the small half of its split index instead, the shared half
+    // linked (and bound read-only in each call). The lock is held until the
+    // session's record names the base.
     auto held = holding.valid()
                     ? holding.get()
                     : bases::hold(project, s.owner, kind.link_base_index, progress, progress_after_ms);
     if (!held) return std::move(held).error();
     base_lock = std::move(held->lock);
     s.shared_base = bases::key(s.owner, s.base);
-    for (const char* d : {"/upper", "/work"})
-      if (auto r = fs::make_dirs(s.dir + d, 0755); !r) return r;
     const auto split = kind.link_base_index ? bases::shared_index(held->dir) : std::nullopt;
-    if (auto r = fs::copy_entry(split ? split->index : held->dir + "/index", admin + "/index"); !r) return r;
+    s.index_below = !split;
+    std::vector<std::string> own{s.upper(), s.work()};
+    if (s.index_below) own.push_back(admin_work(s));
+    for (const auto& d : own)
+      if (auto r = fs::make_dirs(d, 0755); !r) return r;
+    if (s.index_below) {
+      if (auto r = fs::make_dirs(index_below_dir(s), 0755); !r) return r;
+    } else if (auto r = fs::copy_entry(split->index, admin + "/index"); !r) {
+      return r;
+    }
     if (auto r = cover_denied(s, s.deny, notes); !r) return r;
-    if (root_caller)
-      for (const char* d : {"/upper", "/work", "/git/admin", "/git/common"})
-        if (auto r = fs::chown_tree(s.dir + d, s.owner, gid); !r) return r;
+    if (root_caller) {
+      own.insert(own.end(), {admin, s.common()});
+      for (const auto& d : own)
+        if (auto r = fs::chown_tree(d, s.owner, gid); !r) return r;
+    }
     // Linked after the chown: the base's file stays whose it is.
-    if (split) {
+    if (s.index_below) {
+      const std::string link = index_below_dir(s) + "/index";
+      if (::link((held->dir + "/index").c_str(), link.c_str()) != 0) return sys_error("link", link);
+    } else {
       const std::string link = admin + "/" + split->name;
       if (::link(split->shared.c_str(), link.c_str()) != 0) return sys_error("link", link);
       s.shared_index = split->name;
@@ -266,6 +281,18 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
     if (::lchown((admin + "/index").c_str(), s.owner, gid) != 0) return sys_error("chown", admin + "/index");
   }
   return {};
+}
+
+std::string index_below_dir(const Session& s) {
+  return s.dir + "/git/index-below";
+}
+
+std::string admin_work(const Session& s) {
+  return s.dir + "/git/admin-work";
+}
+
+std::string admin_hold_dir(const std::string& session_dir) {
+  return session_dir + "/git";
 }
 
 }  // namespace chock::workspace::build

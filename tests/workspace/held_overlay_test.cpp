@@ -31,16 +31,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// What happens to the names in `root` while `act` runs: "create work",
-// "moved from work", ... (inotify, no recursion).
-std::vector<std::string> events_in(const std::string& root, const std::function<void()>& act) {
+// What happens to the names in each of `roots` while `act` runs: "create
+// work", "moved from work", ... (inotify, no recursion).
+std::vector<std::string> events_in(const std::vector<std::string>& roots, const std::function<void()>& act) {
   std::vector<std::string> events;
   const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (!watch || ::inotify_add_watch(watch.get(), root.c_str(),
-                                    IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) < 0) {
-    events.emplace_back(std::string("inotify: ") + std::strerror(errno));
-    return events;
-  }
+  for (const auto& root : roots)
+    if (!watch || ::inotify_add_watch(watch.get(), root.c_str(),
+                                      IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) < 0) {
+      events.emplace_back("inotify: " + root + ": " + std::strerror(errno));
+      return events;
+    }
   act();
   alignas(inotify_event) char buf[8192];
   for (ssize_t n; (n = ::read(watch.get(), buf, sizeof buf)) > 0;) {
@@ -108,11 +109,16 @@ class HeldOverlay : public ::testing::Test {
       GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
     holder = holder_of(dir);
     ASSERT_TRUE(holder) << "overlay.sock is there, and no holder answers";
+    if (exists(dir + "/git/admin-work")) {
+      admin_holder = holder_of(dir + "/git");
+      ASSERT_TRUE(admin_holder) << "no holder answers for the admin dir's overlay";
+    }
   }
   Fixture f;
   std::string id;
   std::string dir;
-  UniqueFd holder;  // a pidfd
+  UniqueFd holder;        // a pidfd
+  UniqueFd admin_holder;  // a git session's admin dir's holder; none for a project that is not git
 };
 
 // The same, its holder letting go after 300 ms without a call.
@@ -138,9 +144,13 @@ class HeldOverProject : public HeldOverlay {
 
 void next_call_attaches_the_held_overlay(const Fixture& f, const std::string& id, const std::string& dir) {
   Output call;
-  const auto events = events_in(dir + "/work", [&] {
+  // A git session's admin dir is an overlay kept the same way.
+  std::vector<std::string> work_roots{dir + "/work"};
+  if (exists(dir + "/git/admin-work")) work_roots.push_back(dir + "/git/admin-work");
+  const auto events = events_in(work_roots, [&] {
     call = f.run({"--session", id},
-                 "cat new.txt && echo two >> new.txt && grep -c ' - overlay ' /proc/self/mountinfo");
+                 "cat new.txt && echo two >> new.txt && "
+                 "awk -v p=\"$PWD\" '$5 == p && / - overlay /' /proc/self/mountinfo | wc -l");
   });
   ASSERT_EQ(call.status, 0) << describe(call);
   EXPECT_EQ(call.out, "one\n1\n") << describe(call);
@@ -177,7 +187,7 @@ TEST_F(HeldBriefly, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
   EXPECT_TRUE(ended_within(holder.get(), 10s)) << "the holder was still there 10 s after the last call";
   EXPECT_FALSE(exists(dir + "/overlay.sock"));
   Output call;
-  const auto events = events_in(dir + "/work", [&] { call = f.run({"--session", id}, "cat new.txt"); });
+  const auto events = events_in({dir + "/work"}, [&] { call = f.run({"--session", id}, "cat new.txt"); });
   ASSERT_EQ(call.status, 0) << describe(call);
   EXPECT_EQ(call.out, "one\n") << describe(call);
   EXPECT_NE(std::find(events.begin(), events.end(), "create work"), events.end())
@@ -190,7 +200,7 @@ TEST_F(HeldBriefly, TheHolderLetsGoWhenIdleAndTheNextCallMakesItsOwn) {
 TEST_F(HeldOverlay, ACallThatKeepsNoneLetsAKeptOneGoFirst) {
   f.set_env("CHOCK_OVERLAY_HOLD_MS", "0");
   Output call;
-  const auto events = events_in(dir + "/work", [&] {
+  const auto events = events_in({dir + "/work"}, [&] {
     call = f.run({"--session", id}, "cat new.txt && echo two >> new.txt");
   });
   ASSERT_EQ(call.status, 0) << describe(call);
@@ -209,6 +219,8 @@ TEST_F(HeldOverlay, RemovingTheSessionLetsItsOverlayGoBeforeItsLayersAreDeleted)
   Output removed = f.chock({"workspace", "remove", id, "--force"});
   ASSERT_EQ(removed.status, 0) << describe(removed);
   EXPECT_TRUE(ended_within(holder.get(), 2s)) << "the holder outlived its session's removal";
+  EXPECT_TRUE(ended_within(admin_holder.get(), 2s))
+      << "the admin dir's holder outlived its session's removal";
 }
 
 // The notice of a file denied in a later call is written into the session's
