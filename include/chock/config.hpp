@@ -54,11 +54,6 @@ struct Overlay {
   std::string target;
   std::vector<std::string> lower_below = {};   // more read-only layers under `lower`, top first
   std::optional<OwnerShift> lower_shift = {};  // `lower` idmapped (a root caller's overlay)
-  // overlayfs's `volatile`: no sync of the upper layer's file system when the
-  // mount goes (nor for a sync inside), as a bind of the upper directory
-  // would have none; the work directory it marks must be set aside before
-  // the next mount of the same layers (workspace/work_dirs.cpp does).
-  bool volatile_upper = false;
   // Kept mounted for the session's next call by a holder listening in
   // `hold_dir` (src/sandbox/overlay_holder.hpp), which lets it go after
   // `hold_idle` without a call once `hold_lock` (the session's mounts lock)

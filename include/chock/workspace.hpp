@@ -34,15 +34,16 @@
 //                       shared bases): a checkout of its own, bound read-write
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs);
 //                       over a shared base, the upper layer of an overlay
-//                       mounted at the admin dir in each call (volatile: no
-//                       sync when it goes, as a bind has none), its lower
-//                       layer git/index-below/, which holds only `index`, a
-//                       hard link to the base's: the session has an index
-//                       of its own (a whole one) only once its git writes
-//                       one, renamed over the base's; a write in place is
-//                       overlayfs's copy (Session::index_below)
+//                       at the admin dir in each call (kept mounted between
+//                       calls as upper/'s is, its holder listening in
+//                       git/), its lower layer git/index-below/, which
+//                       holds only `index`, a hard link to the base's: the
+//                       session has an index of its own (a whole one) only
+//                       once its git writes one, renamed over the base's;
+//                       a write in place is overlayfs's copy
+//                       (Session::index_below)
 //   git/index-below/, git/admin-work/  that overlay's lower layer and work
-//                       directory (set aside before each mount, as work/)
+//                       directory (set aside before each mount, as work/).
 //                       Sessions made before, and where the operator links
 //                       base indexes (.link_base_index) and the base is
 //                       settled: the admin dir bound as it is, its index a

@@ -138,7 +138,6 @@ Expected<void> add_overlay(MountPlan& plan, const Overlay& overlay, int index, b
   op.access = Access::read_write;
   op.landlock = true;
   op.attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  op.volatile_upper = overlay.volatile_upper;
   if (overlay.held >= 0) {
     // Made by an earlier call and kept since (overlay_holder.hpp): attached as it is.
     op.detached.reset(::fcntl(overlay.held, F_DUPFD_CLOEXEC, 0));

@@ -67,7 +67,6 @@ int make_overlay(const MountOp& op, int top_lower_fd) noexcept {
             sys::fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", op.upper.c_str(), 0) == 0 &&
             sys::fsconfig(fs, FSCONFIG_SET_STRING, "workdir", op.work.c_str(), 0) == 0 &&
             sys::fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) == 0 &&
-            (!op.volatile_upper || sys::fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", nullptr, 0) == 0) &&
             sys::fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0;
   int mnt = ok ? sys::fsmount(fs, FSMOUNT_CLOEXEC, static_cast<unsigned>(op.attrs)) : -1;
   int err = errno;

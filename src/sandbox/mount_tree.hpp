@@ -52,7 +52,6 @@ struct MountOp {
   std::string fs_options;             // tmpfs, devpts: mount(2)'s data, "mode=1777,size=8388608"
   std::string upper;                  // overlay
   std::string work;                   // overlay
-  bool volatile_upper = false;        // overlay: Overlay::volatile_upper
   std::string_view bytes;             // file
   UniqueFd detached;                  // a source cloned before the fork (root callers), or a held overlay
   UniqueFd hold_clone;                // overlay: a clone of `detached` for a holder (root callers)

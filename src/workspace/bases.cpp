@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -543,6 +544,35 @@ Expected<bool> collect_pass(const std::string& root, std::int64_t older_than_sec
   return out.removed.size() > removed_before;
 }
 
+// The links naming each repository's last base (last_used_link) whose base
+// is gone, and those a chock that died between making one and renaming it
+// into place left (`.last.new.<pid>`, its pid no longer running): a hint
+// each, which nearest_donor would pass over, and a name less in the listing.
+void forget_stale_links(const std::string& root) {
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    const std::string path = std::string(root).append("/").append(name);
+    if (const auto at = name.find(".last.new."); at != std::string_view::npos) {
+      const std::string pid(name.substr(at + std::string_view(".last.new.").size()));
+      char* end = nullptr;
+      const long n = std::strtol(pid.c_str(), &end, 10);
+      if (!pid.empty() && *end == '\0' && n > 0 && ::kill(static_cast<pid_t>(n), 0) != 0 && errno == ESRCH)
+        stale.push_back(path);
+    } else if (name.ends_with(".last")) {
+      char target[128];
+      const ssize_t n = ::readlink(path.c_str(), target, sizeof target);
+      if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) continue;
+      const std::string k(target, static_cast<std::size_t>(n));
+      if (is_base_key(k) && !fs::is_dir(std::string(root).append("/").append(k))) stale.push_back(path);
+    }
+  }
+  ::closedir(d);
+  for (const auto& path : stale) (void)::unlink(path.c_str());
+}
+
 }  // namespace
 
 Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<std::uint64_t> max_bytes) {
@@ -556,6 +586,7 @@ Expected<BasesCollected> collect(std::int64_t older_than_seconds, std::optional<
     if (!removed) return std::move(removed).error();
     if (!*removed) break;
   }
+  forget_stale_links(*root);
   return out;
 }
 

@@ -107,11 +107,9 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
     if (s.index_below) {
       // Its index the base's until git writes one; kept mounted as the tree
-      // is (its lower layer, a link, never changes), and made volatile: a
-      // bind has no sync at its end either.
-      Overlay admin{build::index_below_dir(s), s.admin(), build::admin_work(s), root + "/admin"};
-      admin.volatile_upper = true;
-      config.overlays.push_back(std::move(admin));
+      // is (its lower layer, a link, never changes), by a holder of its own.
+      config.overlays.push_back(
+          Overlay{build::index_below_dir(s), s.admin(), build::admin_work(s), root + "/admin"});
       if (auto r =
               keep_for_next_call(config.overlays.back(), s, mounter, false, build::admin_hold_dir(s.dir));
           !r)

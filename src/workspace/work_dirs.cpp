@@ -28,8 +28,7 @@ namespace {
 constexpr std::string_view kSpentPrefix = "spent.";
 
 // The work directories a call's mounts are given: the session's, each
-// carried directory's, and its admin dir's (which a volatile mount leaves
-// marked: set aside, never mounted again).
+// carried directory's, and its admin dir's.
 std::vector<std::string> work_roots(const Session& s) {
   std::vector<std::string> roots{s.work()};
   for (std::size_t i = 0; i < s.carry.size(); ++i) roots.push_back(build::carry_work(s, i));

@@ -15,7 +15,7 @@ BaseDir bases_of(const Fixture& f) {
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == ".." || name.ends_with(".lock") || name.ends_with(".size") ||
-        name.ends_with(".last"))
+        name.find(".last") != std::string::npos)
       continue;
     (name.rfind(".tmp.", 0) == 0 ? out.leftovers : out.bases).push_back(name);
   }

@@ -10,7 +10,7 @@
 namespace chock::test::ws {
 
 // The entries of <data>/chock/bases: complete bases and leftovers (".tmp.");
-// locks, sizes and links are left out.
+// locks, sizes and the last-base links (and their leftovers) are left out.
 struct BaseDir {
   std::vector<std::string> bases, leftovers;
 };

@@ -479,6 +479,17 @@ TEST(SharedBase, ARootCallersBaseIsCheckedOutByTheRunUidWithNothingChowned) {
   EXPECT_EQ(bases_of(f).bases.size(), 2U);
 }
 
+// The path of the one link naming a repository's last base in `f`'s data dir, or "".
+std::string last_base_link(const Fixture& f) {
+  std::string found;
+  DIR* d = ::opendir((f.data() + "/chock/bases").c_str());
+  if (d == nullptr) return found;
+  while (dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name).ends_with(".last")) found = f.data() + "/chock/bases/" + e->d_name;
+  ::closedir(d);
+  return found;
+}
+
 TEST(SharedBase, GcRemovesABaseNoSessionUsesAndNeverOneInUse) {
   Fixture f;
   f.init_git();
@@ -514,9 +525,21 @@ TEST(SharedBase, GcRemovesABaseNoSessionUsesAndNeverOneInUse) {
   EXPECT_NE(held.err.find("removed 0 shared base(s)"), std::string::npos) << describe(held);
   EXPECT_EQ(bases_of(f).bases.size(), 1U);
   ::close(fd);
+  // What a chock killed between making the repository's last-base link and
+  // renaming it into place leaves: gc removes it (its pid runs no more), as
+  // the link itself once its base is gone.
+  const std::string last = last_base_link(f);
+  ASSERT_FALSE(last.empty());
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const std::string leftover = last + ".new." + std::to_string(dead);
+  ASSERT_EQ(::symlink(bases_of(f).bases.front().c_str(), leftover.c_str()), 0);
   Output freed = f.chock({"workspace", "gc"});
   EXPECT_NE(freed.err.find("removed 1 shared base(s)"), std::string::npos) << describe(freed);
   EXPECT_TRUE(bases_of(f).bases.empty());
+  EXPECT_FALSE(exists(leftover));
+  EXPECT_FALSE(exists(last));
   // --older-than keeps one used since.
   Output again = f.run({}, "true");
   ASSERT_EQ(again.status, 0) << describe(again);
