@@ -35,8 +35,8 @@
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs);
 //                       over a shared base, the upper layer of an overlay
 //                       at the admin dir in each call (kept mounted between
-//                       calls as upper/'s is, its holder listening in
-//                       git/), its lower layer git/index-below/, which
+//                       calls with upper/'s, by the same holder), its
+//                       lower layer git/index-below/, which
 //                       holds only `index`, a hard link to the base's: the
 //                       session has an index of its own (a whole one) only
 //                       once its git writes one, renamed over the base's;

@@ -440,18 +440,20 @@ int call_in_session(const RunOptions& o, const config::Layers& layers, workspace
   if (!mounts) return refuse(mounts.error(), o.result_file);
   // The overlays the last call left mounted (the session's tree, its admin
   // dir), until spawn has attached them; the work directories they still use.
+  // One holder, in the session's directory, keeps them all.
   std::vector<UniqueFd> held;
   std::vector<std::string> held_work;
-  for (auto& overlay : config.overlays) {
-    if (overlay.hold_dir.empty()) continue;
-    if (overlay.hold_idle.count() > 0) {
-      UniqueFd clone = sandbox::take_held_overlay(overlay.hold_dir, sandbox::hold_key(overlay));
-      if (!clone) continue;
-      overlay.held = clone.get();
-      held.push_back(std::move(clone));
-      held_work.push_back(overlay.work);
-    } else {
-      sandbox::release_held_overlay(overlay.hold_dir);  // none beside this call's own
+  std::vector<Overlay*> kept;
+  for (auto& overlay : config.overlays)
+    if (!overlay.hold_dir.empty()) kept.push_back(&overlay);
+  if (!kept.empty() && kept.front()->hold_idle.count() == 0) {
+    sandbox::release_held_overlay(kept.front()->hold_dir);  // none beside this call's own
+  } else if (!kept.empty()) {
+    const std::string& dir = kept.front()->hold_dir;
+    held = sandbox::take_held_overlays(dir, sandbox::hold_key(config.overlays, dir), kept.size());
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      kept[i]->held = held[i].get();
+      held_work.push_back(kept[i]->work);
     }
   }
   if (!o.background) workspace::set_aside_work(s, held_work);

@@ -72,18 +72,19 @@ UniqueFd ask(int dirfd, const char* request, std::size_t size) noexcept {
   return s;
 }
 
-// The answer's byte, and the descriptor it carries (or -1).
-char read_answer(int s, int* fd) noexcept {
-  *fd = -1;
+// The answer's byte, and the descriptors it carries (`fds`, room for
+// kMaxPassedFds), their count in `n`.
+char read_answer(int s, int* fds, int* n) noexcept {
+  *n = 0;
   char byte = 0;
   iovec io{&byte, 1};
-  FdControl control;
+  FdsControl control;
   msghdr msg{};
   msg.msg_iov = &io;
   msg.msg_iovlen = 1;
-  expect_fd(msg, control);
+  expect_fds(msg, control);
   if (::recvmsg(s, &msg, MSG_CMSG_CLOEXEC) != 1) return 0;
-  *fd = received_fd(msg);
+  *n = received_fds(msg, fds);
   return byte;
 }
 
@@ -92,9 +93,10 @@ char read_answer(int s, int* fd) noexcept {
 
 struct Holder {
   int listener;
-  int mount;
   int lock;
   int dir;
+  int first_mount;  // the mounts: first_mount, first_mount + 1, ...
+  int mounts;
   const char* key;
   std::size_t key_size;
   int idle_ms;
@@ -126,27 +128,36 @@ bool enter_own_namespaces() noexcept {
 [[noreturn]] void let_go(const Holder& h, int answer_to) noexcept {
   sys::raw(SYS_unlinkat, h.dir, sys::arg(kHolderSocket), 0);
   sys::raw(SYS_close, h.listener);
-  // The last reference: the overlay is taken down (its upper layer synced)
-  // before close returns.
-  sys::raw(SYS_close, h.mount);
+  // The last references: each overlay is taken down (its upper layer
+  // synced) before close returns.
+  sys::raw(SYS_close_range, h.first_mount, h.first_mount + h.mounts - 1, 0);
   if (answer_to >= 0) sys::raw(SYS_sendto, answer_to, sys::arg(&kGone), 1, MSG_NOSIGNAL, 0, 0);
   sys::raw(SYS_exit_group, 0);
   __builtin_unreachable();
 }
 
-bool send_clone(const Holder& h, int to) noexcept {
-  const long clone =
-      sys::raw(SYS_open_tree, h.mount, sys::arg(""), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-  if (clone < 0) return false;
-  char byte = kHere;
-  iovec io{&byte, 1};
-  FdControl control;
-  msghdr msg{};
-  msg.msg_iov = &io;
-  msg.msg_iovlen = 1;
-  attach_fd(msg, control, static_cast<int>(clone));
-  const bool sent = sys::raw(SYS_sendmsg, to, sys::arg(&msg), MSG_NOSIGNAL) == 1;
-  sys::raw(SYS_close, clone);
+// A clone of each mount, in one answer.
+bool send_clones(const Holder& h, int to) noexcept {
+  int clones[kMaxPassedFds];
+  int made = 0;
+  for (; made < h.mounts; ++made) {
+    const long clone = sys::raw(SYS_open_tree, h.first_mount + made, sys::arg(""),
+                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    if (clone < 0) break;
+    clones[made] = static_cast<int>(clone);
+  }
+  bool sent = false;
+  if (made == h.mounts) {
+    char byte = kHere;
+    iovec io{&byte, 1};
+    FdsControl control;
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    attach_fds(msg, control, clones, made);
+    sent = sys::raw(SYS_sendmsg, to, sys::arg(&msg), MSG_NOSIGNAL) == 1;
+  }
+  for (int i = 0; i < made; ++i) sys::raw(SYS_close, clones[i]);
   return sent;
 }
 
@@ -164,7 +175,7 @@ void serve_one(const Holder& h, int c) noexcept {
   if (n < 1) return;
   const auto size = static_cast<std::size_t>(n);
   if (request[0] == kTake && size - 1 == h.key_size && std::memcmp(request + 1, h.key, h.key_size) == 0 &&
-      send_clone(h, c))
+      send_clones(h, c))
     return;
   // Another key (the session's layers changed), a quit, or no clone to give:
   // the overlay goes before the caller makes its own of the same upper layer.
@@ -208,35 +219,40 @@ void serve_one(const Holder& h, int c) noexcept {
 }  // namespace
 
 int overlay_holder_main(int argc, char** argv) {
-  if (argc != 5 && argc != 6) return 2;
+  if (argc != 6 && argc != 7) return 2;
   char* end = nullptr;
   const long idle = std::strtol(argv[2], &end, 10);
   if (*end != '\0' || idle <= 0 || idle > 3'600'000) return 2;
-  const std::string_view hex = argv[4];
+  const long mounts = std::strtol(argv[4], &end, 10);
+  if (*end != '\0' || mounts < 1 || mounts > kMaxPassedFds) return 2;
+  const std::string_view hex = argv[5];
   if (hex.size() % 2 != 0 || hex.size() / 2 > kMaxKey ||
       hex.find_first_not_of("0123456789abcdef") != std::string_view::npos)
     return 2;
   static std::string key;  // the holder's one key, for as long as it runs
   key = bytes_of_hex(hex);
-  // Only as hold_overlay starts it: its four descriptors are there, and what they should be.
-  struct stat st[4] = {};
-  for (int i = 0; i < 4; ++i)
+  // Only as hold_overlay starts it: its descriptors are there, and what they
+  // should be (listener, lock, directory, then the mounts).
+  const int count = 3 + static_cast<int>(mounts);
+  struct stat st[3 + kMaxPassedFds] = {};
+  for (int i = 0; i < count; ++i)
     if (::fstat(kFirstKept + i, &st[i]) != 0) return 2;
-  if (!S_ISSOCK(st[0].st_mode) || !S_ISDIR(st[1].st_mode) || !S_ISREG(st[2].st_mode) ||
-      !S_ISDIR(st[3].st_mode))
-    return 2;
-  Holder h{kFirstKept, kFirstKept + 1, kFirstKept + 2,         kFirstKept + 3,
-           key.data(), key.size(),     static_cast<int>(idle), std::string_view(argv[3]) == "1"};
-  if (argc == 6) {
-    const long long since = std::strtoll(argv[5], &end, 10);
+  if (!S_ISSOCK(st[0].st_mode) || !S_ISREG(st[1].st_mode) || !S_ISDIR(st[2].st_mode)) return 2;
+  for (int i = 3; i < count; ++i)
+    if (!S_ISDIR(st[i].st_mode)) return 2;
+  Holder h{kFirstKept,     kFirstKept + 1,           kFirstKept + 2,
+           kFirstKept + 3, static_cast<int>(mounts), key.data(),
+           key.size(),     static_cast<int>(idle),   std::string_view(argv[3]) == "1"};
+  const int watched = kFirstKept + count;
+  if (argc == 7) {
+    const long long since = std::strtoll(argv[6], &end, 10);
     struct stat lower {};
-    if (*end != '\0' || since <= 0 || ::fstat(kFirstKept + 4, &lower) != 0 || !S_ISDIR(lower.st_mode))
-      return 2;
+    if (*end != '\0' || since <= 0 || ::fstat(watched, &lower) != 0 || !S_ISDIR(lower.st_mode)) return 2;
     // A coarse clock can date a change a tick before `since`: a margin, which
     // at worst lets go of an overlay that was fine.
     constexpr long long kClockMargin = 50'000'000;
-    TreeWatch watch = watch_tree(kFirstKept + 4, since - kClockMargin);
-    ::close(kFirstKept + 4);
+    TreeWatch watch = watch_tree(watched, since - kClockMargin);
+    ::close(watched);
     if (!watch.fd) {
       // Too large now is too large at the next call: the session's calls
       // stop starting a holder to walk it (sandbox_config.cpp reads this).
@@ -252,25 +268,29 @@ int overlay_holder_main(int argc, char** argv) {
   hold(h);
 }
 
-UniqueFd take_held_overlay(const std::string& dir, std::string_view key) noexcept {
-  if (key.size() > kMaxKey) return {};
-  const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!d) return {};
-  std::string request;
+std::vector<UniqueFd> take_held_overlays(const std::string& dir, std::string_view key,
+                                         std::size_t count) noexcept {
   try {
+    if (key.size() > kMaxKey || count == 0 || count > kMaxPassedFds) return {};
+    const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!d) return {};
+    std::string request;
     request.reserve(key.size() + 1);
     request.push_back(kTake);
     request.append(key);
-  } catch (...) {
+    const UniqueFd s = ask(d.get(), request.data(), request.size());
+    if (!s) return {};
+    int fds[kMaxPassedFds];
+    int n = 0;
+    const char answer = read_answer(s.get(), fds, &n);
+    std::vector<UniqueFd> clones;
+    clones.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) clones.emplace_back(fds[i]);
+    if (answer != kHere || clones.size() != count) return {};
+    return clones;
+  } catch (...) {  // memory for the request: none taken, the call makes its own
     return {};
   }
-  const UniqueFd s = ask(d.get(), request.data(), request.size());
-  if (!s) return {};
-  int fd = -1;
-  const char answer = read_answer(s.get(), &fd);
-  UniqueFd clone(fd);
-  if (answer == kHere) return clone;
-  return {};
 }
 
 void release_held_overlay(const std::string& dir) noexcept {
@@ -278,9 +298,10 @@ void release_held_overlay(const std::string& dir) noexcept {
   if (!d) return;
   const UniqueFd s = ask(d.get(), &kQuit, 1);
   if (!s) return;
-  int fd = -1;
-  (void)read_answer(s.get(), &fd);  // kGone once the overlay has gone (or the wait's end)
-  if (fd >= 0) ::close(fd);
+  int fds[kMaxPassedFds];
+  int n = 0;
+  (void)read_answer(s.get(), fds, &n);  // kGone once the overlays have gone (or the wait's end)
+  for (int i = 0; i < n; ++i) ::close(fds[i]);
 }
 
 std::string hold_key(const Overlay& overlay) {
@@ -293,29 +314,56 @@ std::string hold_key(const Overlay& overlay) {
   return key;
 }
 
+std::string hold_key(const std::vector<Overlay>& overlays, const std::string& dir) {
+  std::string key;
+  for (const auto& o : overlays) {
+    if (o.hold_dir != dir) continue;
+    const std::string one = hold_key(o);
+    key.append(std::to_string(one.size())).append(1, ':').append(one);
+  }
+  return key;
+}
+
 void PendingHolds::plan(const Config& config, MountPlan& plan, std::int64_t since_ns) {
   for (auto& op : plan.ops) {
     if (op.kind != MountOp::Kind::overlay || op.hold_index < 0 ||
         static_cast<std::size_t>(op.hold_index) >= config.overlays.size())
       continue;
     const Overlay& o = config.overlays[static_cast<std::size_t>(op.hold_index)];
-    requests_.push_back({op.hold_index, o.hold_dir, o.hold_lock, hold_key(o), o.hold_idle,
-                         o.hold_watch_lower ? o.lower : std::string(), since_ns, std::move(op.hold_clone),
-                         false});
+    auto r = std::find_if(requests_.begin(), requests_.end(),
+                          [&o](const Request& q) { return q.dir == o.hold_dir; });
+    if (r == requests_.end()) {
+      requests_.push_back({{},
+                           o.hold_dir,
+                           o.hold_lock,
+                           hold_key(config.overlays, o.hold_dir),
+                           o.hold_idle,
+                           {},
+                           since_ns,
+                           {},
+                           false});
+      r = requests_.end() - 1;
+    }
+    if (o.hold_watch_lower) r->watch = o.lower;
+    r->indexes.push_back(op.hold_index);
+    r->clones.push_back(std::move(op.hold_clone));
   }
 }
 
 void PendingHolds::offer(int overlay_index, UniqueFd clone) noexcept {
   for (auto& r : requests_)
-    if (r.index == overlay_index && !r.clone && !r.done) {
-      r.clone = std::move(clone);
-      return;
-    }
+    for (std::size_t i = 0; i < r.indexes.size(); ++i)
+      if (r.indexes[i] == overlay_index && !r.clones[i] && !r.done) {
+        r.clones[i] = std::move(clone);
+        return;
+      }
 }
 
 void PendingHolds::start_ready() noexcept {
   for (auto& r : requests_) {
-    if (!r.clone || r.done) continue;
+    if (r.done || r.clones.empty() ||
+        std::any_of(r.clones.begin(), r.clones.end(), [](const UniqueFd& c) { return !c; }))
+      continue;
     r.done = true;
     try {
       UniqueFd lower;
@@ -323,21 +371,23 @@ void PendingHolds::start_ready() noexcept {
         lower.reset(::open(r.watch.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!lower) continue;  // a lower layer that cannot be watched is not held over
       }
-      (void)hold_overlay(r.dir, r.lock, r.key, std::move(r.clone), r.idle, lower.get(), r.since_ns);
+      (void)hold_overlay(r.dir, r.lock, r.key, std::move(r.clones), r.idle, lower.get(), r.since_ns);
     } catch (...) {  // memory for a message: nothing held, nothing lost
     }
   }
 }
 
 Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path, std::string_view key,
-                            UniqueFd mount, std::chrono::milliseconds idle, int watch,
+                            std::vector<UniqueFd> mounts, std::chrono::milliseconds idle, int watch,
                             std::int64_t since_ns) {
-  if (key.size() > kMaxKey || idle.count() <= 0 || (watch >= 0 && since_ns <= 0)) return false;
+  if (key.size() > kMaxKey || idle.count() <= 0 || (watch >= 0 && since_ns <= 0) || mounts.empty() ||
+      mounts.size() > kMaxPassedFds)
+    return false;
   const bool own_namespaces = ::geteuid() != 0;
   if (!own_namespaces) {
     // Where this kernel will not clone a detached mount, a holder has nothing to give.
     const UniqueFd probe(
-        sys::open_tree(mount.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+        sys::open_tree(mounts.front().get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!probe) return false;
   }
   const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -356,7 +406,8 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
     return sys_error("listen for the overlay's next call", dir + "/" + kHolderSocket);
   // Its own program (chock again, a fresh image holding nothing of this
   // call's), twice forked so that no caller (a long-lived chock mcp) has it
-  // as a child; the four descriptors at kFirstKept on.
+  // as a child; its descriptors at kFirstKept on: the listener, the lock,
+  // the directory, the mounts, the lower layer to watch.
   std::string idle_text = std::to_string(std::min<std::chrono::milliseconds::rep>(idle.count(), 3'600'000));
   std::string hex = hex_of(key);
   char exe[] = "/proc/self/exe";
@@ -364,17 +415,21 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
   char mode[] = "--hold-overlay";
   char own[] = "1";
   char not_own[] = "0";
+  std::string count_text = std::to_string(mounts.size());
   std::string since_text = std::to_string(since_ns);
   char* const argv[] = {arg0,
                         mode,
                         idle_text.data(),
                         own_namespaces ? own : not_own,
+                        count_text.data(),
                         hex.data(),
                         watch >= 0 ? since_text.data() : nullptr,
                         nullptr};
   char* const envp[] = {nullptr};
-  const std::array<int, 5> fds{listener.get(), mount.get(), lock.get(), d.get(), watch};
-  const int kept = watch >= 0 ? 5 : 4;
+  std::array<int, 4 + kMaxPassedFds> fds{listener.get(), lock.get(), d.get()};
+  int kept = 3;
+  for (const auto& m : mounts) fds[static_cast<std::size_t>(kept++)] = m.get();
+  if (watch >= 0) fds[static_cast<std::size_t>(kept++)] = watch;
   const long middle = sys::raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (middle < 0) {
     (void)::unlinkat(d.get(), kHolderSocket, 0);

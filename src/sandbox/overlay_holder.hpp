@@ -41,41 +41,46 @@ inline constexpr const char* kHolderSocket = "overlay.sock";
 // directories than it watches (tree_watch.hpp): its calls hold no overlay.
 inline constexpr const char* kUnwatchedMarker = "overlay.unwatched";
 
-// A clone of the overlay held for `key` in `dir`, to attach: none where no
-// holder answers, or where it held another key (it has let that go by the
-// time this returns, so a new overlay of the same upper layer may be made).
-// Called with the session's mounts lock held.
-[[nodiscard]] UniqueFd take_held_overlay(const std::string& dir, std::string_view key) noexcept;
+// A clone of each of the `count` overlays held for `key` in `dir` (a
+// session's tree, its admin dir), to attach: none where no holder answers,
+// or where it held another key (it has let those go by the time this
+// returns, so new overlays of the same upper layers may be made). Called
+// with the session's mounts lock held.
+[[nodiscard]] std::vector<UniqueFd> take_held_overlays(const std::string& dir, std::string_view key,
+                                                       std::size_t count) noexcept;
 
-// Asks a holder in `dir` to let its overlay go, and returns once it has (or
+// Asks a holder in `dir` to let its overlays go, and returns once it has (or
 // after a few seconds, or at once where none listens).
 void release_held_overlay(const std::string& dir) noexcept;
 
-// Starts a holder in `dir` for `mount` (a detached overlay, a clone of the
-// one this call attached) under `key`; it lets go after `idle` without a
+// Starts a holder in `dir` for `mounts` (detached overlays, clones of the
+// ones this call attached; at most kMaxPassedFds) under `key`; it lets go after `idle` without a
 // request once it can take `lock_path` (the session's mounts lock). Called
 // with that lock held. False where this kernel will not clone a detached
 // mount (the holder could hand out nothing) or the holder could not start.
 // `watch` (a directory descriptor, or -1): the lower layer to watch for a
 // change since `since_ns` (unix time, ns: before the overlay was made).
 [[nodiscard]] Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path,
-                                          std::string_view key, UniqueFd mount,
+                                          std::string_view key, std::vector<UniqueFd> mounts,
                                           std::chrono::milliseconds idle, int watch = -1,
                                           std::int64_t since_ns = 0);
 
-// The holder's own program: `chock --hold-overlay IDLE_MS OWN_NAMESPACES KEY
-// [SINCE_NS]` (the key in hex; SINCE_NS: the lower layer to watch is at one
-// more descriptor), run by hold_overlay and by nothing else; it never
-// returns but with 2 for arguments it was not given so.
+// The holder's own program: `chock --hold-overlay IDLE_MS OWN_NAMESPACES
+// MOUNTS KEY [SINCE_NS]` (the key in hex; SINCE_NS: the lower layer to watch
+// is at one more descriptor), run by hold_overlay and by nothing else; it
+// never returns but with 2 for arguments it was not given so.
 inline constexpr const char* kHoldOverlayArg = "--hold-overlay";
 [[nodiscard]] int overlay_holder_main(int argc, char** argv);
 
-// What a holder compares: the overlay's layers and work directory.
+// What a holder compares: the overlay's layers and work directory; for the
+// overlays of `overlays` held in `dir`, each one's, in order.
 [[nodiscard]] std::string hold_key(const Overlay& overlay);
+[[nodiscard]] std::string hold_key(const std::vector<Overlay>& overlays, const std::string& dir);
 
 // The overlays of one call that are to be held once made: a root caller's
-// clone is taken from the plan, an unprivileged caller's arrives from inside
-// (Record::held_overlay); each goes to a holder of its own as it comes.
+// clones are taken from the plan, an unprivileged caller's arrive from inside
+// (Record::held_overlay); those of one directory go to one holder once all
+// have come.
 class PendingHolds {
  public:
   // `since_ns`: the call's time before it made any overlay (unix time, ns).
@@ -86,12 +91,12 @@ class PendingHolds {
 
  private:
   struct Request {
-    int index = -1;
+    std::vector<int> indexes;  // in Config::overlays
     std::string dir, lock, key;
     std::chrono::milliseconds idle{0};
     std::string watch;  // the lower layer to watch; empty none
     std::int64_t since_ns = 0;
-    UniqueFd clone;
+    std::vector<UniqueFd> clones;  // by `indexes`
     bool done = false;
   };
   std::vector<Request> requests_;

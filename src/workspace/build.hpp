@@ -77,9 +77,6 @@ std::string carry_work(const Session& session, std::size_t index);
 // that overlay's work directory.
 std::string index_below_dir(const Session& session);
 std::string admin_work(const Session& session);
-// Where the holder of that overlay listens, as the tree's listens in the
-// session's directory (overlay_holder.hpp): <session dir>/git.
-std::string admin_hold_dir(const std::string& session_dir);
 // A new directory below the work root `root` for one task's overlay work
 // (work_dirs.cpp): t-<nonce>.
 Expected<std::string> own_work_dir(const std::string& root);

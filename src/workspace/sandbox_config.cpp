@@ -33,16 +33,15 @@ Expected<std::chrono::milliseconds> hold_idle() {
   return std::chrono::milliseconds(ms);
 }
 
-// One of the session's overlays kept mounted for its next call by a holder
-// listening in `hold_dir` (overlay_holder.hpp); where hold_idle is 0, one
-// kept before is let go, not mounted beside. A task's runs beside the
-// calls: never kept, never letting go.
-Expected<void> keep_for_next_call(Overlay& o, const Session& s, Mounter mounter, bool watch_lower,
-                                  const std::string& hold_dir) {
+// One of the session's overlays kept mounted for its next call by the
+// session's holder (overlay_holder.hpp); where hold_idle is 0, those kept
+// before are let go, not mounted beside. A task's runs beside the calls:
+// never kept, never letting go.
+Expected<void> keep_for_next_call(Overlay& o, const Session& s, Mounter mounter, bool watch_lower) {
   auto idle = hold_idle();  // checked for every call, a task's too: a bad value is said, not ignored
   if (!idle) return std::move(idle).error();
   if (mounter == Mounter::task) return {};
-  o.hold_dir = hold_dir;
+  o.hold_dir = s.dir;
   o.hold_lock = s.dir + "/mounts.lock";
   o.hold_watch_lower = watch_lower;
   if (mounter == Mounter::kept_call) o.hold_idle = *idle;
@@ -82,7 +81,7 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
       config.overlays.push_back(Overlay{lowers->front(), s.upper(), s.work(), s.project,
                                         std::vector<std::string>(lowers->begin() + 1, lowers->end())});
       // A base never changes under it.
-      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, false, s.dir); !r) return r;
+      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, false); !r) return r;
       // chock.zon as the tree shows it: the topmost layer that has it (a
       // whiteout, or anything but a file, ends the search with none).
       std::vector<std::string> layers{s.upper()};
@@ -106,14 +105,11 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
              root + "/repo/objects", Access::read_only});
     config.binds.push_back(Bind{s.common(), root + "/common", Access::read_write});
     if (s.index_below) {
-      // Its index the base's until git writes one; kept mounted as the tree
-      // is (its lower layer, a link, never changes), by a holder of its own.
+      // Its index the base's until git writes one; kept mounted with the
+      // tree (its lower layer, a link, never changes either).
       config.overlays.push_back(
           Overlay{build::index_below_dir(s), s.admin(), build::admin_work(s), root + "/admin"});
-      if (auto r =
-              keep_for_next_call(config.overlays.back(), s, mounter, false, build::admin_hold_dir(s.dir));
-          !r)
-        return r;
+      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, false); !r) return r;
     } else {
       config.binds.push_back(Bind{s.admin(), root + "/admin", Access::read_write});
     }
@@ -136,7 +132,7 @@ Expected<void> add_to_config(const Session& s, const std::string& host_cwd, Conf
     // The person goes on changing the project: its first change lets the
     // overlay go. A project too large to watch is mounted for each call.
     if (!fs::exists(s.dir + "/" + sandbox::kUnwatchedMarker))
-      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, true, s.dir); !r) return r;
+      if (auto r = keep_for_next_call(config.overlays.back(), s, mounter, true); !r) return r;
   }
   config.cwd = is_within(host_cwd, s.project) ? host_cwd : s.project;
   if (config.env) {

@@ -15,7 +15,6 @@
 
 #include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
-#include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/store.hpp"
 
@@ -52,13 +51,6 @@ std::vector<std::string> trash_entries(const std::string& dir) {
   return out;
 }
 
-// A removed session's held overlays (its tree's, its admin dir's): let go
-// and gone before their layers are deleted.
-void release_held_overlays(const std::string& session_dir) {
-  sandbox::release_held_overlay(session_dir);
-  sandbox::release_held_overlay(build::admin_hold_dir(session_dir));
-}
-
 }  // namespace
 
 namespace store {
@@ -77,7 +69,7 @@ Expected<void> discard(const std::string& dir) {
   if (::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return {};
   // Not on the trash's file system (a workspaces directory mounted apart): deleted now.
   if (errno == EXDEV) {
-    release_held_overlays(dir);  // its overlays go before their layers do
+    sandbox::release_held_overlay(dir);  // its overlays go before their layers do
     return fs::remove_tree(dir);
   }
   return sys_error("move to the trash", dir);
@@ -101,7 +93,7 @@ Expected<std::size_t> sweep_trash() {
     auto entries = trash_entries(*trash);
     if (entries.empty()) break;
     for (const auto& name : entries) {
-      release_held_overlays(*trash + "/" + name);  // a removed session's overlays go first
+      sandbox::release_held_overlay(*trash + "/" + name);  // a removed session's overlays go first
       if (auto r = fs::remove_tree(*trash + "/" + name); !r) return std::move(r).error();
       ++removed;
     }

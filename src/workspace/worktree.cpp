@@ -291,8 +291,4 @@ std::string admin_work(const Session& s) {
   return s.dir + "/git/admin-work";
 }
 
-std::string admin_hold_dir(const std::string& session_dir) {
-  return session_dir + "/git";
-}
-
 }  // namespace chock::workspace::build

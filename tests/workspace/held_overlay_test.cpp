@@ -109,16 +109,11 @@ class HeldOverlay : public ::testing::Test {
       GTEST_SKIP() << "no overlay held: this kernel will not clone a detached mount";
     holder = holder_of(dir);
     ASSERT_TRUE(holder) << "overlay.sock is there, and no holder answers";
-    if (exists(dir + "/git/admin-work")) {
-      admin_holder = holder_of(dir + "/git");
-      ASSERT_TRUE(admin_holder) << "no holder answers for the admin dir's overlay";
-    }
   }
   Fixture f;
   std::string id;
   std::string dir;
-  UniqueFd holder;        // a pidfd
-  UniqueFd admin_holder;  // a git session's admin dir's holder; none for a project that is not git
+  UniqueFd holder;  // a pidfd
 };
 
 // The same, its holder letting go after 300 ms without a call.
@@ -144,7 +139,7 @@ class HeldOverProject : public HeldOverlay {
 
 void next_call_attaches_the_held_overlay(const Fixture& f, const std::string& id, const std::string& dir) {
   Output call;
-  // A git session's admin dir is an overlay kept the same way.
+  // A git session's admin dir is an overlay kept with it, by the same holder.
   std::vector<std::string> work_roots{dir + "/work"};
   if (exists(dir + "/git/admin-work")) work_roots.push_back(dir + "/git/admin-work");
   const auto events = events_in(work_roots, [&] {
@@ -219,8 +214,6 @@ TEST_F(HeldOverlay, RemovingTheSessionLetsItsOverlayGoBeforeItsLayersAreDeleted)
   Output removed = f.chock({"workspace", "remove", id, "--force"});
   ASSERT_EQ(removed.status, 0) << describe(removed);
   EXPECT_TRUE(ended_within(holder.get(), 2s)) << "the holder outlived its session's removal";
-  EXPECT_TRUE(ended_within(admin_holder.get(), 2s))
-      << "the admin dir's holder outlived its session's removal";
 }
 
 // The notice of a file denied in a later call is written into the session's
