@@ -211,12 +211,12 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
   if (!kind.allow_dirty) {
     // Over the commit's shared base: a few directories and a link to its
     // index, whatever the size of the tree (bases.hpp). The admin dir inside
-    // is an overlay over that link: git writes an index of its own only when
-    // it writes one (a rename beside the base's, which no call can reach
-    // but to read). Where the operator links the base's index and the base
-    // is settled, the small half of its split index instead, the shared half
-    // linked (and bound read-only in each call). The lock is held until the
-    // session's record names the base.
+    // is an overlay over that link: the session has an index of its own only
+    // once its git writes one (renamed over the base's; a write in place is
+    // overlayfs's copy, never the base's file). Where the operator links the
+    // base's index and the base is settled, the small half of its split
+    // index instead, the shared half linked (and bound read-only in each
+    // call). The lock is held until the session's record names the base.
     auto held = holding.valid()
                     ? holding.get()
                     : bases::hold(project, s.owner, kind.link_base_index, progress, progress_after_ms);
