@@ -18,7 +18,8 @@
 //                       the next calls, until idle for CHOCK_OVERLAY_HOLD_MS
 //                       (20 s), removed, or changed from outside (a deny's
 //                       notice, a carry's mount point): overlay_holder.hpp
-//   overlay.sock        where that holder listens (its uid only)
+//   overlay.sock        where that holder listens (its uid only); it keeps
+//                       the session's admin dir's overlay too (git/admin/)
 //   overlay.unwatched   overlay: left by a holder whose project has more
 //                       directories than it watches; later calls hold none
 //   work/t-<nonce>/     a task's mount's work directory: overlayfs empties
@@ -35,13 +36,12 @@
 //   git/admin/          git: the worktree's own admin dir (HEAD, index, logs);
 //                       over a shared base, the upper layer of an overlay
 //                       at the admin dir in each call (kept mounted between
-//                       calls with upper/'s, by the same holder), its
-//                       lower layer git/index-below/, which
-//                       holds only `index`, a hard link to the base's: the
-//                       session has an index of its own (a whole one) only
-//                       once its git writes one, renamed over the base's;
-//                       a write in place is overlayfs's copy
-//                       (Session::index_below)
+//                       calls with upper/'s, by the same holder), its lower
+//                       layer git/index-below/, which holds only `index`, a
+//                       hard link to the base's: the session has an index
+//                       of its own (a whole one) only once its git writes
+//                       one, renamed over the base's; a write in place is
+//                       overlayfs's copy (Session::index_below)
 //   git/index-below/, git/admin-work/  that overlay's lower layer and work
 //                       directory (set aside before each mount, as work/).
 //                       Sessions made before, and where the operator links

@@ -60,6 +60,23 @@ TEST(SessionIndex, GitStatusInAFreshSessionIsCleanAndWritesNoIndex) {
   EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
+// `workspace list` gives session `id` a size that leaves out `linked` (a
+// file of the base's it links), which `du` of its directory counts.
+void expect_size_leaves_out(const Fixture& f, const std::string& id, const struct stat& linked) {
+  Output listed = f.chock({"workspace", "list", "--json"});
+  ASSERT_EQ(listed.status, 0) << describe(listed);
+  Output du = run_process({"du", "-sk", f.sessions() + "/" + id});
+  bool found = false;
+  for (const auto& entry : nlohmann::json::parse(listed.out)) {
+    if (entry.at("id") != id) continue;
+    found = true;
+    EXPECT_GE(std::stoll(du.out) * 1024 - entry.at("size_bytes").get<long long>(),
+              static_cast<long long>(linked.st_blocks) * 512)
+        << "the session's size counts the base's file: " << entry.dump();
+  }
+  EXPECT_TRUE(found) << listed.out;
+}
+
 // The index of `f`'s only base.
 std::string base_index(const Fixture& f) {
   const auto made = bases_of(f).bases;
@@ -95,18 +112,7 @@ TEST(SessionIndex, ASessionReadsItsBasesIndexAndHoldsNoCopyOfIt) {
   EXPECT_EQ(inside.out, "overlayfs\n" + files + "\n");
 
   // `workspace list` counts a session's own disk: the linked index is the base's.
-  Output listed = f.chock({"workspace", "list", "--json"});
-  ASSERT_EQ(listed.status, 0) << describe(listed);
-  Output du = run_process({"du", "-sk", f.sessions() + "/" + two});
-  bool found = false;
-  for (const auto& entry : nlohmann::json::parse(listed.out)) {
-    if (entry.at("id") != two) continue;
-    found = true;
-    EXPECT_GE(std::stoll(du.out) * 1024 - entry.at("size_bytes").get<long long>(),
-              static_cast<long long>(base.st_blocks) * 512)
-        << "the session's size counts the base's index: " << entry.dump();
-  }
-  EXPECT_TRUE(found) << listed.out;
+  ASSERT_NO_FATAL_FAILURE(expect_size_leaves_out(f, two, base));
 
   // Git's first write: an index of the session's own, every entry in it.
   Output add = f.chock({"run", "--session", one, "--", "sh", "-c",
@@ -228,18 +234,7 @@ TEST(SessionIndex, SessionsLinkTheBasesSharedIndexWhichNoCallCanChange) {
     EXPECT_LT(index.st_size, 1024) << id << ": a copy of every entry";
   }
   // `workspace list` counts a session's own disk: the linked file is the base's.
-  Output listed = f.chock({"workspace", "list", "--json"});
-  ASSERT_EQ(listed.status, 0) << describe(listed);
-  Output du = run_process({"du", "-sk", f.sessions() + "/" + two});
-  bool found = false;
-  for (const auto& entry : nlohmann::json::parse(listed.out)) {
-    if (entry.at("id") != two) continue;
-    found = true;
-    EXPECT_GE(std::stoll(du.out) * 1024 - entry.at("size_bytes").get<long long>(),
-              static_cast<long long>(shared.st_blocks) * 512)
-        << "the session's size counts the base's shared index: " << entry.dump();
-  }
-  EXPECT_TRUE(found) << listed.out;
+  ASSERT_NO_FATAL_FAILURE(expect_size_leaves_out(f, two, shared));
 
   const std::string at = "/run/chock/git/admin/" + name;
   Output attack = f.chock({"run", "--session", one, "--", "sh", "-c",
