@@ -242,8 +242,13 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
     }
     // Linked after the chown: the base's file stays whose it is.
     if (s.index_below) {
+      // A copy where no link can be made (a workspaces directory mounted
+      // apart from bases/): the session holds the index, as it did before.
       const std::string link = index_below_dir(s) + "/index";
-      if (::link((held->dir + "/index").c_str(), link.c_str()) != 0) return sys_error("link", link);
+      if (::link((held->dir + "/index").c_str(), link.c_str()) != 0) {
+        if (errno != EXDEV && errno != EMLINK && errno != EPERM) return sys_error("link", link);
+        if (auto r = fs::copy_entry(held->dir + "/index", link); !r) return r;
+      }
     } else {
       const std::string link = admin + "/" + split->name;
       if (::link(split->shared.c_str(), link.c_str()) != 0) return sys_error("link", link);

@@ -184,6 +184,35 @@ TEST(SessionIndex, WritingTheIndexInPlaceReachesNeitherTheBaseNorAnotherSession)
   EXPECT_EQ(read_file(linked), bytes);
 }
 
+// Where the sessions' directory is a file system of its own (mounted apart
+// from bases/), no link to the base's index can be made: the session holds
+// a copy of it below its admin dir, and its calls go on as anywhere else.
+TEST(SessionIndex, ASessionApartFromItsBaseHoldsACopyOfTheIndex) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting the sessions' directory apart needs root";
+  Fixture f;
+  f.init_git();
+  many_files(f, 50, 8);
+  ASSERT_FALSE(kept_session(f).empty());  // the base, on the data directory's own file system
+  const std::string files = std::to_string(lines(git_ok(f.project(), {"ls-files"})).size());
+  const std::string script =
+      "set -e; mount -t tmpfs -o mode=0755 chock-test '" + f.sessions() +
+      "'; "
+      "id=$('" +
+      chock_binary() +
+      "' run --keep -- true 2>&1 >/dev/null | "
+      "sed -n 's/^chock: session \\([a-z0-9]*\\) .*/\\1/p'); "
+      "'" +
+      chock_binary() +
+      "' run --session \"$id\" -- sh -c 'git status --porcelain; git ls-files | wc -l'; "
+      "stat -c %h '" +
+      f.sessions() + "'/$id/git/index-below/index";
+  RunOptions options = f.options();
+  options.env["CHOCK_OVERLAY_HOLD_MS"] = "0";  // no holder outlives the mount namespace
+  Output apart = run_process({"unshare", "--mount", "--propagation", "private", "sh", "-c", script}, options);
+  ASSERT_EQ(apart.status, 0) << describe(apart);
+  EXPECT_EQ(apart.out, files + "\n1\n") << describe(apart);
+}
+
 // A session made before the index below (its record says nothing of it) has
 // an index of its own in its admin dir, bound as it is: its calls go on.
 TEST(SessionIndex, ASessionMadeWithAnIndexOfItsOwnKeepsIt) {
