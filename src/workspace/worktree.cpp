@@ -84,6 +84,19 @@ std::optional<std::string> head_from_files(const Project& p) {
   return std::nullopt;
 }
 
+// The session's git dir beside its tree: admin/ (HEAD, commondir, gitdir),
+// the link to the repository, the private common dir.
+Expected<void> make_git_dir(const Session& s, const Project& project, Notes& notes) {
+  if (auto r = fs::make_dirs(s.dir + "/git/admin"); !r) return r;
+  const std::string repo_link = s.dir + "/git/repo";
+  if (::symlink(project.common_dir.c_str(), repo_link.c_str()) != 0) return sys_error("symlink", repo_link);
+  if (auto r = make_common(s, notes); !r) return r;
+  const std::string admin = s.admin();
+  if (auto r = fs::write_file(admin + "/HEAD", s.base + "\n"); !r) return r;
+  if (auto r = fs::write_file(admin + "/commondir", "../common\n"); !r) return r;
+  return fs::write_file(admin + "/gitdir", project.root + "/.git\n");
+}
+
 }  // namespace
 
 std::string index_header(const std::string& index) {
@@ -197,14 +210,13 @@ Expected<void> make_worktree(Session& s, const Project& project, WorktreeKind ki
     } catch (const std::system_error&) {
     }
   }
-  if (auto r = fs::make_dirs(s.dir + "/git/admin"); !r) return r;
-  std::string repo_link = s.dir + "/git/repo";
-  if (::symlink(project.common_dir.c_str(), repo_link.c_str()) != 0) return sys_error("symlink", repo_link);
-  if (auto r = make_common(s, notes); !r) return r;
-  std::string admin = s.admin();
-  if (auto r = fs::write_file(admin + "/HEAD", s.base + "\n"); !r) return r;
-  if (auto r = fs::write_file(admin + "/commondir", "../common\n"); !r) return r;
-  if (auto r = fs::write_file(admin + "/gitdir", project.root + "/.git\n"); !r) return r;
+  if (auto r = make_git_dir(s, project, notes); !r) {
+    // A full disk fails both; the base's failure is the cause to tell.
+    if (holding.valid())
+      if (auto held = holding.get(); !held) return std::move(held).error();
+    return r;
+  }
+  const std::string admin = s.admin();
   const bool root_caller = ::geteuid() == 0 && s.owner != 0;
   const gid_t gid = group_of(s.owner);
 
