@@ -371,7 +371,15 @@ void PendingHolds::start_ready() noexcept {
         lower.reset(::open(r.watch.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!lower) continue;  // a lower layer that cannot be watched is not held over
       }
-      (void)hold_overlay(r.dir, r.lock, r.key, std::move(r.clones), r.idle, lower.get(), r.since_ns);
+      // In the order of Config::overlays, as the key and the next call's take have them.
+      std::vector<std::size_t> order(r.indexes.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&r](std::size_t a, std::size_t b) { return r.indexes[a] < r.indexes[b]; });
+      std::vector<UniqueFd> mounts;
+      mounts.reserve(order.size());
+      for (const std::size_t i : order) mounts.push_back(std::move(r.clones[i]));
+      (void)hold_overlay(r.dir, r.lock, r.key, std::move(mounts), r.idle, lower.get(), r.since_ns);
     } catch (...) {  // memory for a message: nothing held, nothing lost
     }
   }
