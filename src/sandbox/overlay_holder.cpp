@@ -216,6 +216,17 @@ void serve_one(const Holder& h, int c) noexcept {
   }
 }
 
+// One overlay's part of a key: its layers and work directory.
+std::string hold_key(const Overlay& overlay) {
+  std::string key = overlay.lower;
+  for (const auto& below : overlay.lower_below) key.append(1, '\0').append(below);
+  key.append(1, '\0').append(overlay.upper).append(1, '\0').append(overlay.work);
+  if (const auto& s = overlay.lower_shift)
+    for (const auto id : {s->uid_from, s->gid_from, s->uid_to, s->gid_to})
+      key.append(1, '\0').append(std::to_string(id));
+  return key;
+}
+
 }  // namespace
 
 int overlay_holder_main(int argc, char** argv) {
@@ -302,16 +313,6 @@ void release_held_overlay(const std::string& dir) noexcept {
   int n = 0;
   (void)read_answer(s.get(), fds, &n);  // kGone once the overlays have gone (or the wait's end)
   for (int i = 0; i < n; ++i) ::close(fds[i]);
-}
-
-std::string hold_key(const Overlay& overlay) {
-  std::string key = overlay.lower;
-  for (const auto& below : overlay.lower_below) key.append(1, '\0').append(below);
-  key.append(1, '\0').append(overlay.upper).append(1, '\0').append(overlay.work);
-  if (const auto& s = overlay.lower_shift)
-    for (const auto id : {s->uid_from, s->gid_from, s->uid_to, s->gid_to})
-      key.append(1, '\0').append(std::to_string(id));
-  return key;
 }
 
 std::string hold_key(const std::vector<Overlay>& overlays, const std::string& dir) {

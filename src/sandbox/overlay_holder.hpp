@@ -76,9 +76,8 @@ void release_held_overlay(const std::string& dir) noexcept;
 inline constexpr const char* kHoldOverlayArg = "--hold-overlay";
 [[nodiscard]] int overlay_holder_main(int argc, char** argv);
 
-// What a holder compares: the overlay's layers and work directory; for the
-// overlays of `overlays` held in `dir`, each one's, in order.
-[[nodiscard]] std::string hold_key(const Overlay& overlay);
+// What a holder in `dir` compares: the layers and work directory of each of
+// `overlays` held there, in order.
 [[nodiscard]] std::string hold_key(const std::vector<Overlay>& overlays, const std::string& dir);
 
 // The overlays of one call that are to be held once made: a root caller's

@@ -11,45 +11,21 @@
 
 namespace chock {
 
-// Room for the one descriptor's control message.
-struct FdControl {
-  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int))] = {};
-};
-
-// `msg` (its iov already set) carries `fd`, in `control`.
-inline void attach_fd(msghdr& msg, FdControl& control, int fd) noexcept {
-  msg.msg_control = control.bytes;
-  msg.msg_controllen = sizeof control.bytes;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-}
-
-// Makes `msg` ready to receive one descriptor into `control`.
-inline void expect_fd(msghdr& msg, FdControl& control) noexcept {
-  msg.msg_control = control.bytes;
-  msg.msg_controllen = sizeof control.bytes;
-}
-
-// The descriptor a received message carried, or -1.
-inline int received_fd(msghdr& msg) noexcept {
-  int fd = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  return fd;
-}
-
-// Room for a control message of up to kMaxPassedFds descriptors (a
-// session's held overlays, handed over together).
+// Most descriptors one message here carries (a session's held overlays,
+// handed over together).
 inline constexpr int kMaxPassedFds = 4;
-struct FdsControl {
-  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
-};
 
-// `msg` (its iov already set) carries `fds[0..n)` (n at most kMaxPassedFds), in `control`.
-inline void attach_fds(msghdr& msg, FdsControl& control, const int* fds, int n) noexcept {
+// Room for a control message of up to N descriptors.
+template <int N>
+struct FdRoom {
+  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * N)] = {};
+};
+using FdControl = FdRoom<1>;
+using FdsControl = FdRoom<kMaxPassedFds>;
+
+// `msg` (its iov already set) carries `fds[0..n)` (n at most N), in `control`.
+template <int N>
+inline void attach_fds(msghdr& msg, FdRoom<N>& control, const int* fds, int n) noexcept {
   const auto size = sizeof(int) * static_cast<unsigned>(n);
   msg.msg_control = control.bytes;
   msg.msg_controllen = CMSG_SPACE(size);
@@ -60,10 +36,19 @@ inline void attach_fds(msghdr& msg, FdsControl& control, const int* fds, int n) 
   std::memcpy(CMSG_DATA(c), fds, size);
 }
 
-// Makes `msg` ready to receive up to kMaxPassedFds descriptors into `control`.
-inline void expect_fds(msghdr& msg, FdsControl& control) noexcept {
+inline void attach_fd(msghdr& msg, FdControl& control, int fd) noexcept {
+  attach_fds(msg, control, &fd, 1);
+}
+
+// Makes `msg` ready to receive up to N descriptors into `control`.
+template <int N>
+inline void expect_fds(msghdr& msg, FdRoom<N>& control) noexcept {
   msg.msg_control = control.bytes;
   msg.msg_controllen = sizeof control.bytes;
+}
+
+inline void expect_fd(msghdr& msg, FdControl& control) noexcept {
+  expect_fds(msg, control);
 }
 
 // The descriptors a received message carried, into `out` (room for
@@ -77,6 +62,12 @@ inline int received_fds(msghdr& msg, int* out) noexcept {
       std::memcpy(&out[n++], CMSG_DATA(c) + sizeof(int) * static_cast<unsigned>(i), sizeof(int));
   }
   return n;
+}
+
+// The descriptor a received message carried (its first), or -1.
+inline int received_fd(msghdr& msg) noexcept {
+  int fds[kMaxPassedFds];
+  return received_fds(msg, fds) > 0 ? fds[0] : -1;
 }
 
 }  // namespace chock
