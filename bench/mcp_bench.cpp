@@ -1,7 +1,9 @@
 // The round trip of an MCP tool call, run_command ["true"], through
 // `chock mcp`, against `chock sandbox -- /bin/true`, `chock run --session ID
-// -- true` and bubblewrap doing the sandbox's job, taking turns in one run (a
-// change of the machine's load falls on all alike):
+// -- true` and bubblewrap doing the sandbox's job; and read_file of a file
+// of the project through `chock mcp` against `chock sandbox -- cat` of the
+// same file; taking turns in one run (a change of the machine's load falls
+// on all alike):
 //   build/bin/mcp_bench [CHOCK_BINARY] [ROUNDS]     (figures in bench/README.md)
 // The server is started once and initialized; a round trip is from writing
 // the request line to reading its answer's line.
@@ -123,6 +125,8 @@ int main(int argc, char** argv) {
                                  {{"protocolVersion", "2025-11-25"}, {"capabilities", Json::object()}}));
   const Json call =
       chock::mcp::request(1, "tools/call", {{"name", "run_command"}, {"arguments", {{"argv", {"true"}}}}});
+  const Json read =
+      chock::mcp::request(2, "tools/call", {{"name", "read_file"}, {"arguments", {{"path", "a.txt"}}}});
   // The first call makes the session; later calls continue it, as an agent's do.
   const Json first = round_trip(s, reader, call);
   const std::string session = first["result"]["structuredContent"].value("session", "");
@@ -135,9 +139,12 @@ int main(int argc, char** argv) {
   Series sandbox{"chock sandbox -- /bin/true", {}};
   Series run{"chock run --session ID -- true", {}};
   Series bw{"bwrap, the same job as chock sandbox", {}};
+  Series read_mcp{"read_file a.txt through chock mcp", {}};
+  Series cat{"chock sandbox --ro-file a.txt -- cat a.txt", {}};
+  const std::string file = project + "/a.txt";
   for (int r = 0; r < rounds + 10; ++r) {
-    for (int k = 0; k < 4; ++k) {
-      const int which = (r + k) % 4;
+    for (int k = 0; k < 6; ++k) {
+      const int which = (r + k) % 6;
       const auto t = Clock::now();
       if (which == 0) {
         if (const Json a = round_trip(s, reader, call); a["result"].value("isError", true)) {
@@ -154,6 +161,16 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "mcp_bench: chock run --session %s failed\n", session.c_str());
           return 3;
         }
+      } else if (which == 4) {
+        if (const Json a = round_trip(s, reader, read); a["result"].value("isError", true)) {
+          std::fprintf(stderr, "mcp_bench: read_file failed: %s\n", a.dump().c_str());
+          return 3;
+        }
+      } else if (which == 5) {
+        if (spawn_wait({chock, "sandbox", "--ro-file", file, "--", "cat", file}, nullptr) != 0) {
+          std::fprintf(stderr, "mcp_bench: chock sandbox -- cat failed\n");
+          return 3;
+        }
       } else if (have_bwrap) {
         if (spawn_wait({"/bin/sh", "-c", "exec " + bwrap}, nullptr) != 0) {
           std::fprintf(stderr, "mcp_bench: bwrap failed\n");
@@ -162,7 +179,8 @@ int main(int argc, char** argv) {
       }
       const double ms = ms_since(t);
       if (r < 10) continue;  // warm-up
-      (which == 0 ? mcp : which == 1 ? sandbox : which == 2 ? run : bw).ms.push_back(ms);
+      Series* into[] = {&mcp, &sandbox, &run, &bw, &read_mcp, &cat};
+      into[which]->ms.push_back(ms);
     }
   }
   close(s.in);
@@ -172,6 +190,11 @@ int main(int argc, char** argv) {
   std::printf("| what | median, ms | p10-p90, ms | / chock sandbox |\n| --- | --- | --- | --- |\n");
   for (Series* x : {&mcp, &run, &sandbox}) x->print(base);
   if (have_bwrap) bw.print(base);
+  std::sort(cat.ms.begin(), cat.ms.end());
+  const double cat_base = cat.ms[cat.ms.size() / 2];
+  std::printf("\n| what | median, ms | p10-p90, ms | / chock sandbox -- cat |\n| --- | --- | --- | --- |\n");
+  read_mcp.print(cat_base);
+  cat.print(cat_base);
   spawn_wait({chock, "workspace", "remove", "--force", session}, nullptr);
   spawn_wait({"/bin/rm", "-rf", dir}, nullptr);
   return 0;

@@ -207,6 +207,11 @@ struct Config {
   // returns: chock run writes a call's first log lines here, before any it
   // writes of what the call does. Not run when spawn fails before that point.
   std::function<void()> while_entering;
+  // Called once every overlay this call hands to a holder (Overlay::hold_dir)
+  // is held, from the thread in spawn() or wait(): from then on, the call's
+  // mount of them is the one later calls attach, and the session's lock on
+  // its mounts may be shared with them.
+  std::function<void()> overlays_held;
 };
 
 }  // namespace chock

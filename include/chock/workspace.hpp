@@ -311,6 +311,11 @@ struct OpenOptions {
   // `project` is what project_root() returned: a session that exists (and
   // denies nothing new) only checks it belongs there, without looking again.
   bool project_is_root = false;
+  // A call: the session is held shared with its other calls (lock_shared),
+  // unless this open changes it as a whole (a new deny or carry, a denied
+  // file's notice to write again): then alone, waiting for its calls. A new
+  // session is made alone, then shared.
+  bool shared = false;
 };
 
 struct Opened {
@@ -318,6 +323,7 @@ struct Opened {
   SessionLock lock;  // held for the whole call
   bool created = false;
   std::vector<std::string> notes;  // one line each, for stderr: what was skipped, warnings
+  bool alone = true;               // `lock` holds the session alone (else shared with its other calls)
 };
 
 // The project `dir` belongs to: its git top level, else `dir` itself, as an
@@ -328,7 +334,15 @@ Expected<std::string> project_root(const std::string& dir);
 Expected<Opened> open(const OpenOptions& options);
 // Reads a session by id (no lock).
 Expected<Session> load(const std::string& id);
+// The session alone (exclusive): what changes it as a whole (apply, adopt,
+// its removal) waits for its calls, or is refused at once (`wait` false).
 Expected<SessionLock> lock(const Session& session, bool wait);
+// The session shared with its other calls: a call holds this while it
+// runs; it waits only while someone holds the session alone.
+Expected<SessionLock> lock_shared(const Session& session);
+// Around a read, change and write of session.json by a call (which holds
+// the session shared only): one at a time.
+Expected<SessionLock> lock_record(const Session& session);
 // The session's mounts lock, taken right before a call's sandbox is made:
 // it waits until the kernel has taken the last call's sandbox down (its
 // overlay's upper layer is the session's, and belongs to one mount at a time).
@@ -337,6 +351,24 @@ Expected<SessionLock> lock(const Session& session, bool wait);
 // kMountsWait (then an unheld lock, and a line on stderr).
 inline constexpr std::chrono::seconds kMountsWait{60};
 Expected<SessionLock> hold_mounts(const Session& session);
+// The mounts lock as a call of a session with other calls running takes it:
+// `shared` (the call attaches the overlays the session's holder keeps: one
+// mount of them for every call, which no new mount may replace while any
+// call uses it) or alone (the call mounts the session's overlays in their
+// own work directories, and keeps them until its sandbox is gone; share()
+// once the holder keeps them). Waited for at most `within`: an empty hold
+// then, and the call mounts beside the others (work_beside), holding nothing.
+struct MountsHold {
+  enum How { none, shared, alone };
+  SessionLock lock;
+  How how = none;
+  void share() noexcept;
+};
+Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared, std::chrono::milliseconds within);
+// An overlay of the session mounted beside the session's own mount (a task,
+// a call while others run): in a work directory of its own (work/t-<nonce>),
+// left to the session's removal.
+Expected<void> work_beside(Overlay& overlay);
 // overlayfs removes the `work` directory the last mount left in its work
 // directory before it makes its own, and that removal (a block freed: on a
 // file system mounted with `discard`, a wait for the disk) was on the call's

@@ -74,9 +74,7 @@ void add_completion_command(CLI::App& app, Action& action);
 // main.cpp: every subcommand, as `chock --help` lists them
 void add_every_command(CLI::App& app, Action& action);
 
-// mcp_cmd.cpp: `mcp` (and `mcp wrap`), and `file-tool`, the fixed program of
-// the MCP file tools' own sandboxed call
+// mcp_cmd.cpp: `mcp` (and `mcp wrap`)
 void add_mcp_command(CLI::App& app, Action& action);
-void add_file_tool_command(CLI::App& app, Action& action);
 
 }  // namespace chock::cli

@@ -17,8 +17,8 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
-#include "cli/net_rules.hpp"
-#include "cli/session_events.hpp"
+#include "session/net_rules.hpp"
+#include "log/events.hpp"
 #include "log/session_log.hpp"
 #include "net/credentials.hpp"
 #include "util/escape.hpp"
@@ -58,7 +58,7 @@ struct Hop {
 class FetchRules {
  public:
   FetchRules(const policy::Table& table, std::vector<std::string> always, std::string asked_url, bool session)
-      : rules_(table, std::move(always), session), asked_url_(std::move(asked_url)) {}
+      : rules_(table, std::move(always), session, terminal_ask()), asked_url_(std::move(asked_url)) {}
   void set_hop(int hop) { hop_ = hop; }
   [[nodiscard]] const std::vector<std::string>& new_always() const { return rules_.new_always(); }
 
@@ -73,7 +73,7 @@ class FetchRules {
   }
 
  private:
-  NetRules rules_;
+  session::NetRules rules_;
   std::string asked_url_;
   int hop_ = 0;
 };
@@ -122,7 +122,7 @@ int fetch(const FetchOptions& o) {
   auto program = find_hop_program();
   if (!program) return fail_line(program.error().message(), kExitChockFailed);
 
-  SessionEvents log;  // the session's, or a log of its own when no session was named
+  log::SessionEvents log;  // the session's, or a log of its own when no session was named
   const bool own_log = session_id.empty();
   if (own_log) {
     auto id = workspace::random_session_id();
@@ -137,7 +137,7 @@ int fetch(const FetchOptions& o) {
 
   FetchRules rules(layers->table, always, first->text(), !own_log);
   net::JudgeOptions judge_options;
-  judge_options.allowed_private = private_ranges(layers->operator_file);
+  judge_options.allowed_private = session::private_ranges(layers->operator_file);
   judge_options.record = [&](std::string_view event, const nlohmann::json& fields) {
     log.add(event, fields);
   };

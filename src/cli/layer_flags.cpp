@@ -22,14 +22,9 @@ void add_layer_flags(CLI::App& sub, config::LayerOptions& options) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-std::string nobody_to_ask(const std::string& action) {
-  return action + " asks, and nobody is here to answer: add a rule to the project's chock.zon, " +
-         ".{ .action = \"" + action + "\", .decision = .allow }, or run on a terminal";
-}
-
 Answer ask_terminal(const std::string& action, const std::string& what, bool offer_always) {
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
-    return {false, false, nobody_to_ask(action)};
+    return {false, false, policy::nobody_to_ask(action)};
   std::fprintf(stderr, "chock: %s\nchock: %s asks: go ahead? [y]es, [n]o%s: ", what.c_str(), action.c_str(),
                offer_always ? ", [a]lways for this session" : "");
   std::fflush(stderr);
@@ -38,6 +33,13 @@ Answer ask_terminal(const std::string& action, const std::string& what, bool off
   if (line == "y" || line == "Y" || line == "yes") return {true, false, ""};
   if (offer_always && (line == "a" || line == "A" || line == "always")) return {true, true, ""};
   return {false, false, "you answered no"};
+}
+
+session::Hooks::Ask terminal_ask() {
+  if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0) return nullptr;
+  return [](const std::string& action, const std::string& what, bool offer_always) {
+    return ask_terminal(action, what, offer_always);
+  };
 }
 
 void remember_always(const std::string& id, const std::vector<std::string>& actions) {

@@ -7,25 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "chock/session.hpp"
 #include "config/layers.hpp"
 
 namespace chock::cli {
 
 void add_layer_flags(CLI::App& sub, config::LayerOptions& options);
 
-// The line Chock prints for a decision that asks when nobody can answer.
-[[nodiscard]] std::string nobody_to_ask(const std::string& action);
-
 // Asks the person at the terminal about `action` (`y` yes, `n` no, `a` yes
 // and always for this session, unless `offer_always` is false). `what` says
 // what would happen; it is printed as it is, so escape what a call wrote.
-struct Answer {
-  bool approved = false;
-  bool always = false;
-  std::string refusal;  // when not approved: why, in words
-};
+using Answer = session::Answer;
 [[nodiscard]] Answer ask_terminal(const std::string& action, const std::string& what,
                                   bool offer_always = true);
+
+// ask_terminal where stdin and stderr are a terminal, else unset (nobody to ask).
+[[nodiscard]] session::Hooks::Ask terminal_ask();
 
 // The person answered `a`: `actions` are answered yes for the rest of
 // session `id` (kept in its session.json, under its lock). A failure is a

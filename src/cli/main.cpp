@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "cli/command.hpp"
-#include "sandbox/overlay_holder.hpp"
 #include "version.inc"  // generated: CHOCK_VERSION, CHOCK_COMMIT
 
 namespace {
@@ -32,7 +31,7 @@ constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
     {"cache", chock::cli::add_cache_command},         {"credentials", chock::cli::add_credentials_command},
     {"memory", chock::cli::add_memory_command},       {"memory-tool", chock::cli::add_memory_tool_command},
     {"tasks", chock::cli::add_tasks_command},         {"mcp", chock::cli::add_mcp_command},
-    {"file-tool", chock::cli::add_file_tool_command}, {"completion", chock::cli::add_completion_command},
+    {"completion", chock::cli::add_completion_command},
 };
 
 }  // namespace
@@ -88,9 +87,6 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A session's overlay holder (sandbox/overlay_holder.hpp), started by chock itself.
-  if (argc > 1 && std::string(argv[1]) == chock::sandbox::kHoldOverlayArg)
-    return chock::sandbox::overlay_holder_main(argc, argv);
   try {
     return run_main(argc, argv);
   } catch (const std::exception& e) {

@@ -2,7 +2,6 @@
 //   Chock as an agent's tools, over MCP on stdio (src/mcp/server.cpp).
 // chock mcp wrap NAME [--project DIR] [--env K=V]... -- CMD [ARG...]
 //   A third-party MCP server in a sandbox, behind Chock's relay (src/mcp/wrap.cpp).
-// chock file-tool: the fixed program of the file tools, inside their call.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,7 +11,6 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
-#include "mcp/file_tool.hpp"
 #include "mcp/server.hpp"
 #include "mcp/wrap.hpp"
 #include "util/escape.hpp"
@@ -60,7 +58,6 @@ int wrap(const McpOptions& o) {
   auto project = project_of(o);
   if (!project) return fail(project.error());
   mcp::WrapOptions w;
-  w.chock = dir_of_self() + "/chock";
   w.name = o.name;
   w.project = *project;
   w.env = o.env;
@@ -97,12 +94,6 @@ void add_mcp_command(CLI::App& app, Action& action) {
   // Not positionals_at_end: NAME comes first, and options may follow it before `--`.
   w->add_option("command", o->argv, "The server's command, after --")->required();
   w->callback([o, &action] { action = [o] { return wrap(*o); }; });
-}
-
-void add_file_tool_command(CLI::App& app, Action& action) {
-  CLI::App* cmd = app.add_subcommand("file-tool", "");  // no description: not for people
-  cmd->group("");
-  cmd->callback([&action] { action = [] { return mcp::file_tool_main(); }; });
 }
 
 }  // namespace chock::cli

@@ -23,7 +23,7 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
-#include "cli/net_rules.hpp"
+#include "session/net_rules.hpp"
 #include "log/session_log.hpp"
 #include "tools/memory_store.hpp"
 #include "util/escape.hpp"
@@ -186,7 +186,7 @@ int write(const MemoryOptions& o) {
   layer_options.project_dir = t->project;
   auto layers = config::load_layers(layer_options);
   if (!layers) return fail(layers.error());
-  NetRules rules(layers->table, t->always, t->session != "none");
+  session::NetRules rules(layers->table, t->always, t->session != "none", terminal_ask());
   const net::Ruling ruling =
       rules.ask(policy::kMemoryWrite, "write the note " + o.name + " to the knowledgebase");
   if (!ruling.allowed) {

@@ -18,6 +18,9 @@ namespace chock::cli {
 int finish(const Result& result, const std::vector<std::string>& argv, const std::string& result_file,
            const std::string& deadline = {});
 
+// Writes `result_file` (if given) with the call's result as JSON.
+void write_result(const Result& result, const std::string& result_file);
+
 // A failure before anything started: one line, the --result file, 125.
 int refuse(const Error& error, const std::string& result_file);
 

@@ -10,7 +10,8 @@
 #include "chock/sandbox.hpp"
 #include "cli/command.hpp"
 #include "cli/limit_flags.hpp"
-#include "cli/net_rules.hpp"
+#include "cli/layer_flags.hpp"
+#include "session/net_rules.hpp"
 #include "cli/outcome.hpp"
 #include "cli/terminal.hpp"
 #include "config/layers.hpp"
@@ -54,10 +55,10 @@ int run_sandbox(SandboxOptions& o) {
                     o.result_file);
     table.add(policy::Layer::project, *rule);
   }
-  NetRules rules(table, {}, false);
+  session::NetRules rules(table, {}, false, terminal_ask());
   if (c.network == Network::filtered) {
-    c.judge = call_judge(rules, {});
-    add_connect_client(c);
+    c.judge = session::call_judge(rules, {});
+    session::add_connect_client(c);
   }
   if (o.user >= 0) c.user = static_cast<uid_t>(o.user);
   if (o.timeout_seconds > 0) {

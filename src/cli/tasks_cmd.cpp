@@ -1,7 +1,6 @@
 // chock tasks list [--session ID] | show ID | wait ID [--timeout S] | cancel ID:
 // the background calls of `chock run --background` (tasks.hpp). A task's id
 // is "<session>-NN".
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,62 +13,25 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
-#include "cli/tasks.hpp"
+#include "session/tasks.hpp"
 #include "util/escape.hpp"
-#include "util/fd.hpp"
-#include "util/syscalls.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::cli {
 
 namespace {
 
-struct Task {
-  std::string base;  // <session>/tasks/task-NN
-  nlohmann::json state;
-};
+using session::Task;
 
 int fail(const Error& e) {
   std::fprintf(stderr, "chock: tasks: %s\n", e.message().c_str());
   return exit_status_for(e, 2);
 }
 
-Expected<Task> find_task(const std::string& id) {
-  const auto dash = id.rfind('-');
-  if (dash == std::string::npos || dash + 3 != id.size())
-    return Error{"a task id looks like SESSION-NN, as chock run --background printed it", id, 0,
-                 Errc::bad_config};
-  auto s = workspace::load(id.substr(0, dash));
-  if (!s) return std::move(s).error();
-  const std::string base = workspace::tasks_dir(*s) + "/task-" + id.substr(dash + 1);
-  auto text = workspace::fs::read_file_nofollow(base + ".json", 1 << 20);
-  if (!text) return Error{"there is no task " + id, "", 0, Errc::bad_config};
-  auto state = nlohmann::json::parse(*text, nullptr, false);
-  if (!state.is_object()) return Error{"the task's record is damaged", base + ".json"};
-  return Task{base, std::move(state)};
-}
-
-// Whether the task's runner still holds its lock (it runs).
-bool running(const Task& t) {
-  UniqueFd lock(::open((t.base + ".lock").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!lock) return t.state.value("state", "") == "starting";
-  return ::flock(lock.get(), LOCK_SH | LOCK_NB) != 0;
-}
-
 void print_output(const Task& t) {
-  auto out = workspace::fs::read_file_nofollow(t.base + ".out", kMaxTaskOutput + 4096);
+  auto out = session::task_output(t);
   if (!out) return;
   const std::string shown = ::isatty(STDOUT_FILENO) == 1 ? printable(*out) : *out;
   std::fwrite(shown.data(), 1, shown.size(), stdout);
-}
-
-std::string line_of(const nlohmann::json& s) {
-  std::string argv;
-  for (const auto& a : s.value("argv", nlohmann::json::array()))
-    argv += (argv.empty() ? "" : " ") + a.get<std::string>();
-  std::string status = s.value("state", "");
-  if (s.contains("exit_status")) status += " (" + std::to_string(s.value("exit_status", 0)) + ")";
-  return s.value("id", "") + "  " + status + "  " + s.value("started", "") + "  " + printable(argv);
 }
 
 // One task as docs/schemas/tasks-list.schema.json has it.
@@ -91,15 +53,15 @@ int list(const std::string& session, bool json) {
   nlohmann::json all = nlohmann::json::array();
   for (const auto& info : *sessions) {
     if (!session.empty() && info.session.id != session) continue;
-    for (int n = 1; n <= kMaxTasks; ++n) {
-      auto t = find_task(info.session.id + "-" + std::string(n < 10 ? "0" : "") + std::to_string(n));
+    for (int n = 1; n <= session::kMaxTasks; ++n) {
+      auto t = session::find_task(info.session.id + "-" + std::string(n < 10 ? "0" : "") + std::to_string(n));
       if (!t) break;
-      if (t->state.value("state", "") == "running" && !running(*t))
+      if (t->state.value("state", "") == "running" && !session::task_running(*t))
         t->state["state"] = "ended without its record";
       if (json)
         all.push_back(task_json(info.session.id, t->state));
       else
-        std::printf("%s\n", line_of(t->state).c_str());
+        std::printf("%s\n", session::task_line(t->state).c_str());
     }
   }
   if (json) std::printf("%s\n", all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -107,52 +69,42 @@ int list(const std::string& session, bool json) {
 }
 
 int show(const std::string& id) {
-  auto t = find_task(id);
+  auto t = session::find_task(id);
   if (!t) return fail(t.error());
-  std::fprintf(stderr, "chock: %s\n", line_of(t->state).c_str());
+  std::fprintf(stderr, "chock: %s\n", session::task_line(t->state).c_str());
   print_output(*t);
   return 0;
 }
 
 int wait(const std::string& id, double timeout_s) {
-  auto t = find_task(id);
+  auto t = session::find_task(id);
   if (!t) return fail(t.error());
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
-  while (running(*t)) {
+  while (session::task_running(*t)) {
     if (timeout_s > 0 && std::chrono::steady_clock::now() >= until) {
       std::fprintf(stderr, "chock: tasks: %s still runs after %g s\n", id.c_str(), timeout_s);
       return 124;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  t = find_task(id);
+  t = session::find_task(id);
   if (!t) return fail(t.error());
   print_output(*t);
-  std::fprintf(stderr, "chock: %s\n", line_of(t->state).c_str());
+  std::fprintf(stderr, "chock: %s\n", session::task_line(t->state).c_str());
   return t->state.value("exit_status", 125);
 }
 
 int cancel(const std::string& id) {
-  auto t = find_task(id);
+  auto t = session::find_task(id);
   if (!t) return fail(t.error());
-  if (!running(*t)) {
-    std::fprintf(stderr, "chock: tasks: %s is not running (%s)\n", id.c_str(),
-                 t->state.value("state", "").c_str());
+  std::string why;
+  auto cancelled = session::cancel_task(*t, &why);
+  if (!cancelled) return fail(cancelled.error());
+  if (!*cancelled) {
+    std::fprintf(stderr, "chock: tasks: %s %s\n", id.c_str(), why.c_str());
     return 1;
   }
-  // Pinned: the runner's pidfd is opened first, then its lock must still be
-  // held, so the pidfd is the runner's and not a process that took its
-  // number after it ended. Its SIGTERM ends the call's whole tree.
-  const pid_t pid = t->state.value("pid", 0);
-  UniqueFd runner(pid > 0 ? sys::pidfd_open(pid, 0) : -1);
-  if (!runner || !running(*t)) {
-    std::fprintf(stderr, "chock: tasks: %s is not running (it has just ended)\n", id.c_str());
-    return 1;
-  }
-  if (sys::pidfd_send_signal(runner.get(), SIGTERM) != 0)
-    return fail(sys_error("signal the task's runner", id));
-  for (int i = 0; i < 500 && running(*t); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::printf("chock: task %s cancelled\n", id.c_str());
   return 0;
 }

@@ -21,8 +21,12 @@ bool write_all(int fd, const char* data, std::size_t n) {
 }  // namespace
 
 Expected<TerminalRelay> TerminalRelay::prepare(Config& config) {
+  return prepare(config.stdio, config.pass_stdin);
+}
+
+Expected<TerminalRelay> TerminalRelay::prepare(std::array<int, 3>& stdio, bool pass_stdin) {
   TerminalRelay t;
-  const bool tty_in = ::isatty(0) == 1 && config.pass_stdin;
+  const bool tty_in = ::isatty(0) == 1 && pass_stdin;
   const bool tty_out = ::isatty(1) == 1;
   const bool tty_err = ::isatty(2) == 1;
   if (!tty_in && !tty_out && !tty_err) return t;
@@ -50,9 +54,9 @@ Expected<TerminalRelay> TerminalRelay::prepare(Config& config) {
   }
   winsize size{};
   if (::ioctl(like, TIOCGWINSZ, &size) == 0) (void)::ioctl(t.slave_.get(), TIOCSWINSZ, &size);
-  if (tty_in) config.stdio[0] = t.slave_.get();
-  if (tty_out) config.stdio[1] = t.slave_.get();
-  if (tty_err) config.stdio[2] = t.slave_.get();
+  if (tty_in) stdio[0] = t.slave_.get();
+  if (tty_out) stdio[1] = t.slave_.get();
+  if (tty_err) stdio[2] = t.slave_.get();
   t.out_fd_ = tty_out ? 1 : 2;
   t.input_ = tty_in;
   int pipe[2];

@@ -23,6 +23,8 @@ class TerminalRelay {
   // Before the spawn: when a terminal is among 0 to 2, opens a pty and
   // points config.stdio at its far end. Otherwise does nothing.
   [[nodiscard]] static Expected<TerminalRelay> prepare(Config& config);
+  // The same for a call of the session engine: its stdio, and whether its stdin is the caller's.
+  [[nodiscard]] static Expected<TerminalRelay> prepare(std::array<int, 3>& stdio, bool pass_stdin);
 
   TerminalRelay() = default;
   TerminalRelay(TerminalRelay&&) = default;

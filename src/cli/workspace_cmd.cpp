@@ -15,7 +15,7 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
-#include "cli/sweeper.hpp"
+#include "session/ending.hpp"
 #include "config/chock_zon.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
@@ -24,6 +24,11 @@
 namespace chock::cli {
 
 namespace {
+
+// What a removal let go is deleted by the sweeper, in the background.
+void start_sweeper() {
+  session::start_sweeper([](const std::string& line) { std::fprintf(stderr, "chock: %s\n", line.c_str()); });
+}
 
 struct WorkspaceOptions {
   std::string session;
@@ -315,7 +320,6 @@ void add_workspace_command(CLI::App& app, Action& action) {
       ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
   ad->add_option("session", o->session, "The session")->required();
   ad->callback([o, &action] { action = [o] { return adopt(*o); }; });
-  add_sweep_command(*ws, action);
 }
 
 }  // namespace chock::cli

@@ -31,8 +31,8 @@ Expected<Pipe> make_pipe() {
 }  // namespace
 
 Expected<SelfResult> call_self(const SelfCall& call) {
-  std::array<Pipe, 5> pipes;  // stdin, stdout, stderr, the program's stderr, the result
-  const std::size_t used = call.run_streams ? 5 : 3;
+  std::array<Pipe, 3> pipes;  // stdin, stdout, stderr
+  const std::size_t used = 3;
   for (std::size_t i = 0; i < used; ++i) {
     auto p = make_pipe();
     if (!p) return std::move(p).error();
@@ -44,14 +44,13 @@ Expected<SelfResult> call_self(const SelfCall& call) {
   argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // The child's ends, at 0..4 after the dups.
-  std::array<int, 5> child_end{pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(),
-                               used == 5 ? pipes[3].write.get() : -1, used == 5 ? pipes[4].write.get() : -1};
+  // The child's ends, at 0..2 after the dups.
+  std::array<int, 3> child_end{pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get()};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return sys_error("fork, for a tool call");
   if (pid == 0) {
-    // Async-signal-safe calls only. Each end is first moved above 4, so no
+    // Async-signal-safe calls only. Each end is first moved above 2, so no
     // dup2 below overwrites one still to be placed.
     for (std::size_t i = 0; i < used; ++i) child_end[i] = ::fcntl(child_end[i], F_DUPFD_CLOEXEC, 10);
     for (std::size_t i = 0; i < used; ++i)
@@ -70,7 +69,7 @@ Expected<SelfResult> call_self(const SelfCall& call) {
   for (std::size_t i = 0; i < used; ++i) (i == 0 ? pipes[i].read : pipes[i].write).reset();
 
   SelfResult r;
-  std::array<Captured*, 5> into{nullptr, &r.out, &r.err, &r.program_err, nullptr};
+  std::array<Captured*, 3> into{nullptr, &r.out, &r.err};
   std::size_t written = 0;
   if (call.input.empty())
     pipes[0].write.reset();
@@ -109,10 +108,6 @@ Expected<SelfResult> call_self(const SelfCall& call) {
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
         pipes[i].read.reset();
-        continue;
-      }
-      if (i == 4) {
-        if (r.result.size() < (1U << 20)) r.result.append(buf, static_cast<std::size_t>(n));
         continue;
       }
       Captured& c = *into[i];

@@ -1,7 +1,7 @@
-// A tool call of `chock mcp` is a `chock` command of its own (`chock run`,
-// `chock memory`, `chock fetch`, `chock apply`), run as a child process: each
-// call gets the command line's whole path (session lock, policy, log, limits),
-// and nothing the call prints can reach the protocol's stdout.
+// A tool call of `chock mcp` that is a `chock` command of its own (`chock
+// memory`, `chock fetch`, `chock apply`), run as a child process: it gets
+// the command line's whole path (session lock, policy, log), and nothing it
+// prints can reach the protocol's stdout.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +25,11 @@ struct SelfCall {
   std::string input;              // its stdin (then closed)
   std::string cwd;                // where it starts (a session's project: `chock run` checks it is there)
   std::size_t cap = 64U << 10;    // kept of each stream
-  // `chock run` only: the program's stderr on fd 3 (--program-stderr 3) and
-  // the result on fd 4 (--result /dev/fd/4), apart from Chock's own lines on 2.
-  bool run_streams = false;
 };
 
 struct SelfResult {
   int exit_status = 0;  // 128+N for a signal
-  Captured out, err, program_err;
-  std::string result;  // what --result wrote
+  Captured out, err;
 };
 
 // Runs it to the end. The child has no terminal (a session of its own), so

@@ -1,6 +1,8 @@
 // `chock mcp`: Chock as an agent's tools over MCP (stdio). One process
-// serves one session; every tool call is a sandboxed call of its own, run as
-// a `chock` command (self_call.hpp). Protocol messages only on `out`.
+// serves one session, requests at once; every tool call is a sandboxed call
+// of its own, run by the session engine in this process (server_impl.hpp),
+// or (memory, fetch, apply) a `chock` command (self_call.hpp). Protocol
+// messages only on `out`.
 #pragma once
 
 #include <string>
@@ -11,7 +13,7 @@
 namespace chock::mcp {
 
 struct ServerOptions {
-  std::string chock;    // the chock binary each tool call runs
+  std::string chock;    // the chock binary the memory, fetch and apply tools run
   std::string project;  // the project's top level
   std::string session;  // --session; empty: made by the first call that needs a workspace
   config::LayerOptions layers;

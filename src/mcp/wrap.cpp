@@ -2,21 +2,22 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "chock/session.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
-
-extern char** environ;
 
 namespace chock::mcp {
 
@@ -53,36 +54,43 @@ std::optional<Json> ToolFilter::from_server(const Message& m) {
 
 namespace {
 
-struct Child {
-  pid_t pid = -1;
-  UniqueFd in, out;  // its stdin (ours to write), its stdout (ours to read)
-};
-
-Expected<Child> start(const std::vector<std::string>& args) {
-  int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return sys_error("pipe, for the server");
-  UniqueFd in_r(in[0]), in_w(in[1]), out_r(out[0]), out_w(out[1]);
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  argv.reserve(copy.size() + 1);
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return sys_error("fork, for the server");
-  if (pid == 0) {
-    if (::dup2(in_r.get(), 0) < 0 || ::dup2(out_w.get(), 1) < 0) ::_exit(127);
-    // No controlling terminal: nobody can answer for a server, so what asks is refused.
-    ::setsid();
-    // The sandbox (and with it the server) ends when this relay does.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::execve(argv[0], argv.data(), environ);
-    ::_exit(127);
+// The wrapped server's run through the session engine, on a thread of its
+// own: its outcome, once it has ended.
+class ServerRun {
+ public:
+  ServerRun(session::Request request, session::Hooks hooks) : call_(std::move(request), std::move(hooks)) {}
+  void start() {
+    thread_ = std::thread([this] {
+      auto outcome = call_.wait();
+      std::lock_guard g(mutex_);
+      if (!outcome) {
+        std::fprintf(stderr, "chock: mcp wrap: %s\n", printable(outcome.error().message()).c_str());
+        status_ = 125;
+      } else {
+        status_ = outcome->result ? outcome->result->exit_status() : 125;
+      }
+      ended_.notify_all();
+    });
   }
-  return Child{pid, std::move(in_w), std::move(out_r)};
-}
+  // Its exit status once it has ended, waiting at most `within` (then nullopt).
+  std::optional<int> ended(std::chrono::milliseconds within) {
+    std::unique_lock g(mutex_);
+    if (!ended_.wait_for(g, within, [this] { return status_.has_value(); })) return std::nullopt;
+    return status_;
+  }
+  void cancel() { call_.cancel(); }
+  int join() {
+    if (thread_.joinable()) thread_.join();
+    return status_.value_or(125);
+  }
+
+ private:
+  session::Call call_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable ended_;
+  std::optional<int> status_;
+};
 
 }  // namespace
 
@@ -102,20 +110,40 @@ int wrap(const WrapOptions& o) {
                  "chock: mcp wrap: %s asks, and nobody can answer for a server: its network is none (%s = "
                  "allow in chock.zon gives it the filtered network)\n",
                  network_action.c_str(), network_action.c_str());
-  std::vector<std::string> args{o.chock,   "run",         "--project", o.project,
-                                "--stdin", "--plain-env", "--net",     filtered ? "filtered" : "none"};
-  if (!o.layers.org_bundle.empty()) args.insert(args.end(), {"--org-bundle", o.layers.org_bundle});
-  for (const auto& r : o.layers.policy_rules) args.insert(args.end(), {"--policy-rule", r});
-  for (const auto& e : o.env) args.insert(args.end(), {"--env", e});
-  args.push_back("--");
-  args.insert(args.end(), o.argv.begin(), o.argv.end());
-
-  ::signal(SIGPIPE, SIG_IGN);
-  auto child = start(args);
-  if (!child) {
-    std::fprintf(stderr, "chock: mcp wrap: %s\n", child.error().message().c_str());
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "chock: mcp wrap: pipe, for the server: %s\n", std::strerror(errno));
     return 125;
   }
+  UniqueFd in_write(in[1]), out_read(out[0]), err_read(err[0]);
+  // The server's ends, until its sandbox holds them. Its stderr too is a
+  // pipe of ours, relayed: never the person's terminal.
+  std::mutex ends_mutex;
+  UniqueFd in_read(in[0]), out_write(out[1]), err_write(err[1]);
+  auto let_go_of_ends = [&] {
+    std::lock_guard g(ends_mutex);
+    in_read.reset();
+    out_write.reset();
+    err_write.reset();
+  };
+  session::Request r;
+  r.project = o.project;
+  r.argv = o.argv;
+  r.env = o.env;
+  r.plain_env = true;
+  r.pass_stdin = true;
+  r.stdio = {in_read.get(), out_write.get(), err_write.get()};
+  r.network = filtered ? Network::filtered : Network::none;
+  r.org_bundle = o.layers.org_bundle;
+  r.policy_rules = o.layers.policy_rules;
+  session::Hooks hooks;
+  // Nobody can answer for a server: what asks is refused.
+  hooks.say = [](const std::string& line) { std::fprintf(stderr, "chock: %s\n", line.c_str()); };
+  hooks.started = let_go_of_ends;
+
+  ::signal(SIGPIPE, SIG_IGN);
+  ServerRun run(std::move(r), std::move(hooks));
+  run.start();
   ToolFilter filter(o.name, layers->table);
   // Apart, so a write to a slow client never holds up the reading of its requests.
   std::mutex lock;    // the filter's state
@@ -127,7 +155,7 @@ int wrap(const WrapOptions& o) {
   };
 
   std::thread from_server([&] {
-    LineReader server(child->out.get());
+    LineReader server(out_read.get());
     while (auto line = server.next()) {
       if (line->too_long) {
         std::fprintf(stderr, "chock: mcp wrap: a line of the server %s over 8 MiB was dropped\n",
@@ -150,11 +178,22 @@ int wrap(const WrapOptions& o) {
     }
     // The server ended by itself: so does the relay, and the client sees its output end.
     if (!client_gone.load()) {
-      int status = 0;
-      while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+      const int status = run.join();
+      std::fflush(nullptr);
+      ::_exit(status);
     }
+  });
+  std::thread from_server_stderr([&] {
+    char buf[16384];
+    for (ssize_t n; (n = ::read(err_read.get(), buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 || !write_all(STDERR_FILENO, std::string_view(buf, static_cast<std::size_t>(n)), "stderr")) break;
+    }
+  });
+  // A server that never started leaves its ends with us: its output ends all the same.
+  std::thread ends_keeper([&] {
+    (void)run.ended(std::chrono::hours(24 * 365));
+    let_go_of_ends();
   });
 
   LineReader client(STDIN_FILENO);
@@ -175,24 +214,19 @@ int wrap(const WrapOptions& o) {
       to_client(serialize(*refusal));
       continue;
     }
-    if (!write_all(child->in.get(), line->text + "\n", "the server's stdin")) break;
+    if (!write_all(in_write.get(), line->text + "\n", "the server's stdin")) break;
   }
   // The client is gone: the server's input ends, and its sandbox with it.
   // As MCP's stdio shutdown goes: its input closed, a moment to end by
-  // itself, then SIGTERM, which `chock run` turns into the end of every
-  // process of the call.
+  // itself, then the call cancelled, which ends every process of it.
   client_gone.store(true);
-  child->in.reset();
-  int status = 0;
-  pid_t ended = 0;
-  for (int i = 0; i < 20 && (ended = ::waitpid(child->pid, &status, WNOHANG)) == 0; ++i) ::usleep(100000);
-  if (ended == 0) {
-    ::kill(child->pid, SIGTERM);
-    while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  in_write.reset();
+  if (!run.ended(std::chrono::seconds(2))) run.cancel();
+  const int status = run.join();
+  ends_keeper.join();
   from_server.join();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  from_server_stderr.join();
+  return status;
 }
 
 }  // namespace chock::mcp

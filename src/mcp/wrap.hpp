@@ -1,5 +1,6 @@
-// `chock mcp wrap NAME -- CMD`: a third-party MCP server inside a sandbox,
-// in a session's workspace, with Chock between it and the client. The relay
+// `chock mcp wrap NAME -- CMD`: a third-party MCP server inside a sandbox
+// (a call of the session engine: a session of one call), in a session's
+// workspace, with Chock between it and the client. The relay
 // reads every message: tools the policy denies (mcp.<NAME>.tool.<tool>) are
 // taken out of tools/list answers and refused in tools/call; everything else
 // passes as it came. The server's network is none unless
@@ -16,7 +17,6 @@
 namespace chock::mcp {
 
 struct WrapOptions {
-  std::string chock;  // the binary that runs the sandbox (`chock run`)
   std::string name;   // the server's name in the policy
   std::string project;
   std::vector<std::string> env;  // K=V for the server

@@ -148,4 +148,9 @@ Answer Table::decide(std::string_view action) const {
   return answer;
 }
 
+std::string nobody_to_ask(const std::string& action) {
+  return action + " asks, and nobody is here to answer: add a rule to the project's chock.zon, " +
+         ".{ .action = \"" + action + "\", .decision = .allow }, or run on a terminal";
+}
+
 }  // namespace chock::policy

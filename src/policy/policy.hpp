@@ -105,4 +105,8 @@ inline constexpr const char* kSandboxJit = "sandbox.jit";
 inline constexpr const char* kWorkspaceApply = "workspace.apply";
 inline constexpr const char* kMemoryWrite = "memory.write";
 
+// What Chock says when `action` asks and nobody can answer: which row of
+// chock.zon answers it instead.
+[[nodiscard]] std::string nobody_to_ask(const std::string& action);
+
 }  // namespace chock::policy

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "sandbox/tree_watch.hpp"
+#include "util/dirs.hpp"
 #include "util/fd_passing.hpp"
 #include "util/hex.hpp"
 #include "util/syscalls.hpp"
@@ -88,7 +90,7 @@ char read_answer(int s, int* fds, int* n) noexcept {
   return byte;
 }
 
-// ---- the holder: chock run as `chock --hold-overlay`, its descriptors
+// ---- the holder: `chock-helper hold-overlay`, its descriptors
 // handed over at kFirstKept -------------------------------------------------
 
 struct Holder {
@@ -326,6 +328,7 @@ std::string hold_key(const std::vector<Overlay>& overlays, const std::string& di
 }
 
 void PendingHolds::plan(const Config& config, MountPlan& plan, std::int64_t since_ns) {
+  held_ = config.overlays_held;
   for (auto& op : plan.ops) {
     if (op.kind != MountOp::Kind::overlay || op.hold_index < 0 ||
         static_cast<std::size_t>(op.hold_index) >= config.overlays.size())
@@ -342,6 +345,7 @@ void PendingHolds::plan(const Config& config, MountPlan& plan, std::int64_t sinc
                            {},
                            since_ns,
                            {},
+                           false,
                            false});
       r = requests_.end() - 1;
     }
@@ -380,9 +384,18 @@ void PendingHolds::start_ready() noexcept {
       std::vector<UniqueFd> mounts;
       mounts.reserve(order.size());
       for (const std::size_t i : order) mounts.push_back(std::move(r.clones[i]));
-      (void)hold_overlay(r.dir, r.lock, r.key, std::move(mounts), r.idle, lower.get(), r.since_ns);
+      auto held = hold_overlay(r.dir, r.lock, r.key, std::move(mounts), r.idle, lower.get(), r.since_ns);
+      r.held = held && *held;
     } catch (...) {  // memory for a message: nothing held, nothing lost
     }
+  }
+  if (!held_ || requests_.empty() ||
+      !std::all_of(requests_.begin(), requests_.end(), [](const Request& q) { return q.held; }))
+    return;
+  auto said = std::exchange(held_, nullptr);
+  try {
+    said();
+  } catch (...) {  // the caller's: its lock stays as it was
   }
 }
 
@@ -413,15 +426,21 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
   if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
       ::listen(listener.get(), 4) != 0)
     return sys_error("listen for the overlay's next call", dir + "/" + kHolderSocket);
-  // Its own program (chock again, a fresh image holding nothing of this
-  // call's), twice forked so that no caller (a long-lived chock mcp) has it
-  // as a child; its descriptors at kFirstKept on: the listener, the lock,
-  // the directory, the mounts, the lower layer to watch.
+  // Its own program (chock-helper, a fresh image holding nothing of this
+  // call's, and never the program that embeds the sandbox), twice forked so
+  // that no caller (a long-lived chock mcp) has it as a child; its
+  // descriptors at kFirstKept on: the listener, the lock, the directory,
+  // the mounts, the lower layer to watch.
+  auto helper = companion("chock-helper");
+  if (!helper) {
+    (void)::unlinkat(d.get(), kHolderSocket, 0);
+    return std::move(helper).error();
+  }
   std::string idle_text = std::to_string(std::min<std::chrono::milliseconds::rep>(idle.count(), 3'600'000));
   std::string hex = hex_of(key);
-  char exe[] = "/proc/self/exe";
-  char arg0[] = "chock";
-  char mode[] = "--hold-overlay";
+  std::string exe = *helper;
+  char arg0[] = "chock-helper";
+  char mode[] = "hold-overlay";
   char own[] = "1";
   char not_own[] = "0";
   std::string count_text = std::to_string(mounts.size());
@@ -459,7 +478,7 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
     if (sys::raw(SYS_openat, AT_FDCWD, sys::arg("/dev/null"), O_RDWR) != 0 || sys::raw(SYS_dup2, 0, 1) != 1 ||
         sys::raw(SYS_dup2, 0, 2) != 2)
       sys::raw(SYS_exit_group, 1);
-    sys::raw(SYS_execve, sys::arg(exe), sys::arg(argv), sys::arg(envp));
+    sys::raw(SYS_execve, sys::arg(exe.c_str()), sys::arg(argv), sys::arg(envp));
     sys::raw(SYS_exit_group, 1);
   }
   int status = 0;

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,11 +70,11 @@ void release_held_overlay(const std::string& dir) noexcept;
                                           std::chrono::milliseconds idle, int watch = -1,
                                           std::int64_t since_ns = 0);
 
-// The holder's own program: `chock --hold-overlay IDLE_MS OWN_NAMESPACES
+// The holder's own program: `chock-helper hold-overlay IDLE_MS OWN_NAMESPACES
 // MOUNTS KEY [SINCE_NS]` (the key in hex; SINCE_NS: the lower layer to watch
 // is at one more descriptor), run by hold_overlay and by nothing else; it
 // never returns but with 2 for arguments it was not given so.
-inline constexpr const char* kHoldOverlayArg = "--hold-overlay";
+inline constexpr const char* kHoldOverlayArg = "hold-overlay";
 [[nodiscard]] int overlay_holder_main(int argc, char** argv);
 
 // What a holder in `dir` compares: the layers and work directory of each of
@@ -101,8 +102,10 @@ class PendingHolds {
     std::int64_t since_ns = 0;
     std::vector<UniqueFd> clones;  // by `indexes`
     bool done = false;
+    bool held = false;  // its holder took them
   };
   std::vector<Request> requests_;
+  std::function<void()> held_;  // Config::overlays_held
 };
 
 }  // namespace chock::sandbox

@@ -135,7 +135,7 @@ Expected<AdoptReport> adopt(const std::string& id) {
   if (s.kind != Kind::overlay)
     return Error{"session " + id + " is a git worktree: its commits come back with 'chock apply " + id + "'",
                  "", 0, Errc::bad_config};
-  auto held = lock(s, false);
+  auto held = lock(s, true);  // waits for the session's calls
   if (!held) return std::move(held).error();
   auto c = overlay_scan::scan(s);
   AdoptReport r;

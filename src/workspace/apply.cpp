@@ -282,7 +282,7 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
     return Error{
         "session " + id + " is an overlay: its work comes back with 'chock workspace adopt " + id + "'", "",
         0, Errc::bad_config};
-  auto held = lock(s, false);
+  auto held = lock(s, true);  // waits for the session's calls
   if (!held) return std::move(held).error();
   auto project = build::find_project(s.project);
   if (!project) return std::move(project).error();

@@ -61,6 +61,9 @@ Expected<void> import_dirty(const Session& session, const Project& project, Note
 // Replaces each denied file of the workspace by the notice. `tracked` is
 // the subset git tracks (warned about: its bytes are in the objects).
 Expected<void> cover_denied(const Session& session, const std::vector<std::string>& paths, Notes& notes);
+// Whether every one of `paths` that is in the project or the workspace is
+// covered by its notice already (cover_denied would write nothing).
+bool denied_in_place(const Session& session, const std::vector<std::string>& paths);
 // The deny paths that exist in the project as directories are refused; in a
 // git project, so are paths git has in any commit a ref reaches: the sandbox
 // reads the repository's objects, so their bytes would be in it.

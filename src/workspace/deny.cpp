@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
@@ -82,19 +83,39 @@ Expected<void> check_deny_targets(const Project& project, const std::vector<std:
                "", 0, Errc::bad_config};
 }
 
+namespace {
+
+// Where a denied path's notice goes: the workspace's writable tree, or, for
+// a file inside a carried directory, that directory's upper layer, over the
+// real file (the path the policy denies wins). The root and the path below it.
+std::pair<std::string, std::string> cover_place(const Session& s, const std::string& p) {
+  std::string root = cover_root(s);
+  std::string rel = p;
+  for (std::size_t i = 0; i < s.carry.size(); ++i) {
+    if (p.starts_with(s.carry[i] + "/")) {
+      root = carry_upper(s, i);
+      rel = p.substr(s.carry[i].size() + 1);
+    }
+  }
+  return {root, rel};
+}
+
+}  // namespace
+
+bool denied_in_place(const Session& s, const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    const auto [root, rel] = cover_place(s, p);
+    if (!fs::exists(s.project + "/" + p) && !fs::exists(fs::join(root, rel))) continue;
+    UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd || !notice_in_place(root_fd.get(), rel, s.owner)) return false;
+  }
+  return true;
+}
+
 Expected<void> cover_denied(const Session& s, const std::vector<std::string>& paths, Notes& notes) {
   if (paths.empty()) return {};
   for (const auto& p : paths) {
-    // A denied file inside a carried directory is covered in that directory's
-    // upper layer, over the real file: the path the policy denies wins.
-    std::string root = cover_root(s);
-    std::string rel = p;
-    for (std::size_t i = 0; i < s.carry.size(); ++i) {
-      if (p.starts_with(s.carry[i] + "/")) {
-        root = carry_upper(s, i);
-        rel = p.substr(s.carry[i].size() + 1);
-      }
-    }
+    const auto [root, rel] = cover_place(s, p);
     bool in_project = fs::exists(s.project + "/" + p);
     bool in_workspace = fs::exists(fs::join(root, rel));
     if (!in_project && !in_workspace) {

@@ -1,5 +1,6 @@
 // Opening the session a call runs in: a new one (git worktree or overlay),
 // or an existing one by id.
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,7 +57,54 @@ Expected<std::pair<Session, SessionLock>> load_locked(const OpenOptions& o, cons
   return std::pair{std::move(*fresh), std::move(*held)};
 }
 
+// Whether opening the session for this call changes it as a whole: a
+// denied file not yet covered (or whose notice a call replaced), a directory
+// not yet carried. Such an open holds the session alone.
+bool changes_session(const OpenOptions& o, const Session& s) {
+  for (const auto& d : o.deny)
+    if (std::find(s.deny.begin(), s.deny.end(), d) == s.deny.end()) return true;
+  if (s.kind == Kind::git)
+    for (const auto& c : o.carry)
+      if (std::find(s.carry.begin(), s.carry.end(), c) == s.carry.end()) return true;
+  return !build::denied_in_place(s, s.deny);
+}
+
+// The session shared with its other calls, its record read and written
+// under the record lock: nullopt when this open would change the session as
+// a whole, which waits to have it alone.
+Expected<std::optional<Opened>> open_shared(const OpenOptions& o, const build::Project& project) {
+  auto found = load(o.session);
+  if (!found) return std::move(found).error();
+  if (found->project != project.root)
+    return Error{"session " + o.session + " belongs to " + found->project + ", not to " + project.root, "", 0,
+                 Errc::bad_config};
+  auto held = lock_shared(*found);
+  if (!held) return std::move(held).error();
+  auto record = lock_record(*found);
+  if (!record) return std::move(record).error();
+  auto s = load(o.session);  // as it is now that it is ours to read
+  if (!s) return std::move(s).error();
+  if (changes_session(o, *s)) return std::optional<Opened>();
+  const Session loaded = *s;
+  Opened out{std::move(*s), std::move(*held), false, {}, false};
+  if (o.allow_dirty && out.session.kind == Kind::git)
+    out.notes.emplace_back("--allow-dirty only applies when a session is made; session " + o.session +
+                           " keeps its own tree");
+  if (out.session.kind == Kind::git) {
+    if (auto r = build::refresh_view(out.session, out.notes); !r) return std::move(r).error();
+  }
+  if (o.last_run != 0) out.session.last_run = std::max(o.last_run, out.session.adopted_run + 1);
+  if (!(out.session == loaded))
+    if (auto r = save(out.session); !r) return std::move(r).error();
+  return std::optional<Opened>(std::move(out));
+}
+
 Expected<Opened> open_existing(const OpenOptions& o, const build::Project& project) {
+  if (o.shared) {
+    auto shared = open_shared(o, project);
+    if (!shared) return std::move(shared).error();
+    if (*shared) return std::move(**shared);
+  }
   auto locked = load_locked(o, project);
   if (!locked) return std::move(locked).error();
   // Compared in memory at the end: most calls change nothing in the record.
@@ -113,6 +161,8 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
     return std::move(built).error();
   }
   out.session = std::move(s);
+  // Made: from here the session is its calls' to share.
+  if (o.shared && ::flock(out.lock.fd(), LOCK_SH) == 0) out.alone = false;
   return out;
 }
 

@@ -138,7 +138,7 @@ Expected<std::string> remove(const std::string& id, bool force) {
   auto loaded = load(id);
   if (!loaded) return std::move(loaded).error();
   Session s = std::move(*loaded);
-  auto held = lock(s, false);
+  auto held = lock(s, true);  // waits for the session's calls
   if (!held) return std::move(held).error();
   Pending p = pending_of(s);
   std::string done = "removed session " + id;

@@ -125,12 +125,35 @@ Expected<SessionLock> lock(const Session& session, bool wait) {
           "", EWOULDBLOCK};
     return sys_error("lock", path);
   }
-  std::fprintf(stderr, "chock: waiting for the running call of session %s%s\n", session.id.c_str(),
-               holder(fd).c_str());
+  std::fprintf(stderr, "chock: session %s: waiting for its running calls to end\n", session.id.c_str());
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) return sys_error("lock", path);
   }
   say_holder(fd);
+  return held;
+}
+
+Expected<SessionLock> lock_shared(const Session& session) {
+  std::string path = session.dir + "/lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return sys_error("open lock", path);
+  SessionLock held(fd);
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) return held;
+  if (errno != EWOULDBLOCK) return sys_error("lock", path);
+  std::fprintf(stderr, "chock: waiting for session %s: it is held alone by an apply, an adopt or a removal%s\n",
+               session.id.c_str(), holder(fd).c_str());
+  while (::flock(fd, LOCK_SH) != 0)
+    if (errno != EINTR) return sys_error("lock", path);
+  return held;
+}
+
+Expected<SessionLock> lock_record(const Session& session) {
+  std::string path = session.dir + "/record.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return sys_error("open the record lock", path);
+  SessionLock held(fd);
+  while (::flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) return sys_error("lock", path);
   return held;
 }
 
@@ -156,6 +179,26 @@ Expected<SessionLock> hold_mounts(const Session& session) {
     std::this_thread::sleep_for(step);
   }
   return held;
+}
+
+Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared, std::chrono::milliseconds within) {
+  std::string path = session.dir + "/mounts.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return sys_error("open the mounts lock", path);
+  MountsHold hold{SessionLock(fd), shared ? MountsHold::shared : MountsHold::alone};
+  const int how = shared ? LOCK_SH : LOCK_EX;
+  const auto until = std::chrono::steady_clock::now() + within;
+  for (auto step = std::chrono::microseconds(200); ::flock(fd, how | LOCK_NB) != 0;
+       step = std::min(step * 2, std::chrono::microseconds(10'000))) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return sys_error("lock", path);
+    if (std::chrono::steady_clock::now() >= until) return MountsHold{};
+    std::this_thread::sleep_for(step);
+  }
+  return hold;
+}
+
+void MountsHold::share() noexcept {
+  if (how == alone && lock.fd() >= 0 && ::flock(lock.fd(), LOCK_SH) == 0) how = shared;
 }
 
 Expected<std::string> random_session_id() {

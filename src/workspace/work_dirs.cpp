@@ -1,8 +1,9 @@
-// A work directory of its own for each mount a task makes. overlayfs empties
-// and remakes <workdir>/work at every mount; calls mount one at a time (the
-// mounts lock), but later calls mount beside a running task, and one sharing
-// the task's work directory would remake it under the task's mount: the
-// task's next copy-up found it gone. A task's stays until the session goes.
+// A work directory of its own for each mount made beside the session's own
+// (a task's, a call's while others run). overlayfs empties and remakes
+// <workdir>/work at every mount; the session's own mounts are made one at a
+// time (the mounts lock), but a mount beside them sharing their work
+// directory would remake it under theirs: the task's next copy-up found it
+// gone. One made beside stays until the session goes.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
@@ -75,6 +76,19 @@ Expected<std::string> build::own_work_dir(const std::string& root) {
   std::string dir = root + "/" + name;
   if (::mkdir(dir.c_str(), 0700) != 0) return sys_error("create the overlay's work directory", dir);
   return dir;
+}
+
+Expected<void> work_beside(Overlay& overlay) {
+  auto own = build::own_work_dir(overlay.work);
+  if (!own) return std::move(own).error();
+  overlay.work = std::move(*own);
+  // Beside the session's own mount: never the one its holder keeps.
+  overlay.hold_dir.clear();
+  overlay.hold_lock.clear();
+  overlay.hold_idle = std::chrono::milliseconds(0);
+  overlay.hold_watch_lower = false;
+  overlay.held = -1;
+  return {};
 }
 
 }  // namespace chock::workspace

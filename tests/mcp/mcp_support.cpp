@@ -45,7 +45,7 @@ Json chock_mcp_plan(const Fixture& f, const std::vector<std::string>& args, cons
   return Json{{"command", chock_binary()}, {"args", a}, {"cwd", f.project()}, {"steps", s}};
 }
 
-std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw) {
+std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw, int* unknown_responses) {
   TempDir dir("chock-mcp-plan");
   write_file(dir / "plan.json", plan.dump());
   Output o = run_process({"node", clients_dir() + "/sdk_client.mjs", dir / "plan.json"}, fixture_env(f));
@@ -53,6 +53,11 @@ std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw) {
   std::vector<Json> steps;
   std::istringstream lines(o.out);
   for (std::string line; std::getline(lines, line);) steps.push_back(Json::parse(line, nullptr, false));
+  // The client's own last line: answers to requests it had given up on.
+  if (!steps.empty() && steps.back().is_object() && steps.back().contains("unknown_responses")) {
+    if (unknown_responses != nullptr) *unknown_responses = steps.back()["unknown_responses"].get<int>();
+    steps.pop_back();
+  }
   return steps;
 }
 

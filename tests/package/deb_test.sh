@@ -25,7 +25,7 @@ dpkg --root="$root" --force-depends -i "$deb" "$dev" >"$root/tmp/dpkg.log" 2>&1 
 # What each package holds, and nothing else.
 listed=$(dpkg --root="$root" -L chock | grep -v '^/\.$' | sort)
 expected=$(printf '%s\n' /usr /usr/bin /usr/bin/chock /usr/bin/chock-connect /usr/libexec /usr/libexec/chock \
-  /usr/libexec/chock/chock-fetch-hop /usr/share /usr/share/bash-completion /usr/share/bash-completion/completions \
+  /usr/libexec/chock/chock-fetch-hop /usr/libexec/chock/chock-helper /usr/share /usr/share/bash-completion /usr/share/bash-completion/completions \
   /usr/share/bash-completion/completions/chock /usr/share/man /usr/share/man/man1 /usr/share/man/man1/chock.1 \
   /usr/share/man/man1/chock-connect.1 /usr/share/man/man5 /usr/share/man/man5/chock.zon.5 /usr/share/zsh \
   /usr/share/zsh/vendor-completions /usr/share/zsh/vendor-completions/_chock | sort)
@@ -55,6 +55,12 @@ export XDG_DATA_HOME="$work/data" XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$
 grep -q "user namespace" "$work/doctor.out" || fail "chock doctor printed no rows"
 "$chock" sandbox -- /bin/true || fail "chock sandbox -- /bin/true failed"
 out=$("$chock" sandbox -- /bin/sh -c 'echo inside') && [ "$out" = inside ] || fail "chock sandbox printed '$out'"
+# A background call's runner is the installed companion, /usr/libexec/chock/chock-helper.
+task=$(cd "$work/p" && git -c user.name=t -c user.email=t@t.invalid commit -q --allow-empty -m init &&
+  "$chock" run --background -- sh -c 'echo from-the-$((6 * 7))' 2>"$work/task.err") ||
+  { cat "$work/task.err" >&2; fail "chock run --background failed"; }
+out=$(cd "$work/p" && "$chock" tasks wait "$task" --timeout 60 2>/dev/null)
+[ "$out" = from-the-42 ] || fail "the installed chock's task printed '$out' (its runner is chock-helper)"
 # The stripped binary is still static: nothing to load at run time.
 file -L "$chock" 2>/dev/null | grep -q 'static' || ldd "$chock" 2>&1 | grep -q 'not a dynamic' || fail "chock is not static"
 echo "deb_test: $deb and $dev install, list what they should, and run"

@@ -41,7 +41,7 @@ TEST(Deadline, WithoutOneTheCallGetsChocksDefault) {
       << describe(held);
 }
 
-TEST(Deadline, ASecondCallOnTheSessionSaysWhatItWaitsFor) {
+TEST(Deadline, ASecondCallOfTheSessionRunsBesideTheFirstAndARemovalWaitsForBoth) {
   Fixture f;
   f.init_plain();
   Output first = f.run({"--keep"}, "true");
@@ -54,16 +54,25 @@ TEST(Deadline, ASecondCallOnTheSessionSaysWhatItWaitsFor) {
            {"XDG_CONFIG_HOME", f.config()},
            {"CHOCK", chock_binary()},
            {"ID", id}};
+  // Two shells in one checkout: the second call answers while the first still runs.
   Output both = run_process({"sh", "-c",
-                             "\"$CHOCK\" run --session \"$ID\" -- sleep 2 & sleep 0.7; "
+                             "\"$CHOCK\" run --session \"$ID\" -- sh -c 'sleep 2; echo first' & sleep 0.7; "
                              "\"$CHOCK\" run --session \"$ID\" -- echo second; wait"},
                             o);
   EXPECT_EQ(both.status, 0) << describe(both);
-  EXPECT_NE(both.err.find("chock: waiting for the running call of session " + id + " (pid "),
+  ASSERT_NE(both.out.find("second"), std::string::npos) << describe(both);
+  ASSERT_NE(both.out.find("first"), std::string::npos) << describe(both);
+  EXPECT_LT(both.out.find("second"), both.out.find("first")) << describe(both);
+  // What changes the session as a whole waits for its calls, and says so.
+  Output removed = run_process({"sh", "-c",
+                                "\"$CHOCK\" run --session \"$ID\" -- sleep 2 & sleep 0.7; "
+                                "\"$CHOCK\" workspace remove --force \"$ID\"; wait"},
+                               o);
+  EXPECT_EQ(removed.status, 0) << describe(removed);
+  EXPECT_NE(removed.err.find("chock: session " + id + ": waiting for its running calls to end"),
             std::string::npos)
-      << describe(both);
-  EXPECT_NE(both.err.find(", since 20"), std::string::npos) << describe(both);
-  EXPECT_NE(both.out.find("second"), std::string::npos) << describe(both);
+      << describe(removed);
+  EXPECT_NE(removed.err.find("removed session " + id), std::string::npos) << describe(removed);
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ TEST(Tasks, CancelEndsTheTasksWholeTreeADaemonIncluded) {
   EXPECT_EQ(again.status, 1);
 }
 
-// A task's mounts below /run/chock are a shell call's (the README's table).
+// A task's mounts below /run/chock are a shell call's of a session that has
+// a task (the README's table).
 TEST(Tasks, ATasksMountsAreAShellCallsAndASessionKeepsAtMost32) {
   Fixture f;
   f.init_git();
@@ -86,7 +87,7 @@ TEST(Tasks, ATasksMountsAreAShellCallsAndASessionKeepsAtMost32) {
   EXPECT_EQ(waited.out,
             " /run/chock/cache\n /run/chock/git/admin\n /run/chock/git/common\n"
             " /run/chock/git/repo/objects\n /run/chock/git/view\n" +
-                hooks + " /run/chock/scratch\n")
+                hooks + " /run/chock/scratch\n /run/chock/tasks\n")
       << describe(waited);
   const std::string session = id.substr(0, 8);
   for (int n = 2; n <= 32; ++n)

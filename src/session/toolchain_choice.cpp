@@ -1,10 +1,10 @@
-#include "cli/toolchain_choice.hpp"
+#include "session/toolchain_choice.hpp"
 
 #include <cstdio>
 
 #include "util/size.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 Expected<std::optional<toolchain::DevShell>> choose_toolchain(const std::string& project_root,
                                                               bool host_only) {
@@ -41,4 +41,4 @@ std::string toolchain_line(const toolchain::DevShell& shell) {
          shell.cache_file + " until the file changes)";
 }
 
-}  // namespace chock::cli
+}  // namespace chock::session

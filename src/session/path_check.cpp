@@ -1,4 +1,4 @@
-#include "cli/path_check.hpp"
+#include "session/path_check.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 
 #include "util/split.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 namespace {
 
@@ -72,4 +72,4 @@ PathReport check_path(const std::string& path, const Config& config) {
   return report;
 }
 
-}  // namespace chock::cli
+}  // namespace chock::session

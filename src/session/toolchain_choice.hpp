@@ -12,7 +12,7 @@
 #include "chock/error.hpp"
 #include "toolchain/nix_shell.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 // nullopt: the host's toolchain. `host_only` (--host-toolchain) never asks Nix.
 Expected<std::optional<toolchain::DevShell>> choose_toolchain(const std::string& project_root,
@@ -29,4 +29,4 @@ nlohmann::json toolchain_json(const std::optional<toolchain::DevShell>& shell);
 // "toolchain: the Nix dev shell of /p/shell.nix: 12 store paths, 3.1 MiB, evaluated in 812 ms"
 std::string toolchain_line(const toolchain::DevShell& shell);
 
-}  // namespace chock::cli
+}  // namespace chock::session

@@ -10,7 +10,7 @@
 
 #include "chock/config.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 struct PathReport {
   std::vector<std::string> absent;  // PATH entries that exist outside and not inside
@@ -21,4 +21,4 @@ struct PathReport {
 // overlays, besides the toolchain every call has).
 PathReport check_path(const std::string& path, const Config& config);
 
-}  // namespace chock::cli
+}  // namespace chock::session

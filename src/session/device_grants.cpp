@@ -1,4 +1,4 @@
-#include "cli/device_grants.hpp"
+#include "session/device_grants.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -8,7 +8,7 @@
 
 #include "devices/identify.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 namespace {
 
@@ -79,4 +79,4 @@ DeviceGrants grant_devices(const config::Layers& layers, bool root_caller) {
   return g;
 }
 
-}  // namespace chock::cli
+}  // namespace chock::session

@@ -1,10 +1,11 @@
-// The session log as a command writes it: the record of what happened. A
-// command is not refused because the log cannot be written, but the person
-// is told, once.
+// The session log as a call or a command writes it: the record of what
+// happened. Nothing is refused because the log cannot be written, but the
+// person is told, once (through `warn`; unset: on stderr).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,23 +15,29 @@
 
 #include "log/session_log.hpp"
 
-namespace chock::cli {
+namespace chock::log {
 
 class SessionEvents {
  public:
+  using Warn = std::function<void(const std::string& line)>;
   SessionEvents() = default;
-  SessionEvents(const std::string& project, const std::string& session) { open(project, session); }
+  SessionEvents(const std::string& project, const std::string& session, Warn warn = {})
+      : warn_(std::move(warn)) {
+    open(project, session);
+  }
   SessionEvents(const SessionEvents&) = delete;
   SessionEvents& operator=(const SessionEvents&) = delete;
   // What is held moves with the log; the object moved from holds nothing.
   SessionEvents(SessionEvents&& from) noexcept
-      : log_(std::exchange(from.log_, std::nullopt)),
+      : warn_(std::move(from.warn_)),
+        log_(std::exchange(from.log_, std::nullopt)),
         holding_(std::exchange(from.holding_, false)),
         held_(std::exchange(from.held_, {})),
         reserve_held_(std::exchange(from.reserve_held_, 0)) {}
   SessionEvents& operator=(SessionEvents&& from) noexcept {
     if (this == &from) return *this;
     release();
+    warn_ = std::move(from.warn_);
     log_ = std::exchange(from.log_, std::nullopt);
     holding_ = std::exchange(from.holding_, false);
     held_ = std::exchange(from.held_, {});
@@ -47,23 +54,23 @@ class SessionEvents {
     if (!holding_) return;
     holding_ = false;
     if (log_ && !held_.empty())
-      if (auto r = log_->append(std::span<const log::SessionLog::Entry>(held_)); !r) warn(r.error());
+      if (auto r = log_->append(std::span<const SessionLog::Entry>(held_)); !r) warn(r.error());
     held_.clear();
     if (reserve_held_ != 0) reserve(reserve_held_);
     reserve_held_ = 0;
   }
 
   void open(const std::string& project, const std::string& session) {
-    auto opened = log::SessionLog::open(project, session);
+    auto opened = SessionLog::open(project, session);
     if (opened)
       log_.emplace(std::move(*opened));
     else
-      std::fprintf(stderr, "chock: warning: no session log: %s\n", opened.error().message().c_str());
+      say("warning: no session log: " + opened.error().message());
   }
   void add(std::string_view event, const nlohmann::json& fields) {
     if (!log_) return;
     if (holding_) {
-      held_.push_back(log::SessionLog::entry(event, fields));
+      held_.push_back(SessionLog::entry(event, fields));
       return;
     }
     if (auto r = log_->append(event, fields); !r) warn(r.error());
@@ -75,20 +82,26 @@ class SessionEvents {
       reserve_held_ = bytes;
       return;
     }
-    if (auto r = log_->reserve(bytes); !r)
-      std::fprintf(stderr, "chock: warning: session log: %s\n", r.error().message().c_str());
+    if (auto r = log_->reserve(bytes); !r) say("warning: session log: " + r.error().message());
   }
 
  private:
   void warn(const Error& e) {
-    std::fprintf(stderr, "chock: warning: session log: %s\n", e.message().c_str());
+    say("warning: session log: " + e.message());
     log_.reset();
   }
+  void say(const std::string& line) const {
+    if (warn_)
+      warn_(line);
+    else
+      std::fprintf(stderr, "chock: %s\n", line.c_str());
+  }
 
-  std::optional<log::SessionLog> log_;
+  Warn warn_;
+  std::optional<SessionLog> log_;
   bool holding_ = false;
-  std::vector<log::SessionLog::Entry> held_;
+  std::vector<SessionLog::Entry> held_;
   std::uint64_t reserve_held_ = 0;
 };
 
-}  // namespace chock::cli
+}  // namespace chock::log

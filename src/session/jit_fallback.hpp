@@ -4,7 +4,7 @@
 
 #include "chock/config.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 // Where the preload appears inside a call.
 inline constexpr const char* kPcre2NoJitInside = "/run/chock/lib/pcre2-nojit.so";
@@ -13,4 +13,4 @@ inline constexpr const char* kPcre2NoJitInside = "/run/chock/lib/pcre2-nojit.so"
 // read-only, and names it in LD_PRELOAD. `config.env` must be set.
 void add_pcre2_without_jit(Config& config);
 
-}  // namespace chock::cli
+}  // namespace chock::session

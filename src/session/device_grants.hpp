@@ -10,7 +10,7 @@
 
 #include "config/layers.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 struct DeviceGrants {
   std::vector<std::string> nodes;       // for Config::devices
@@ -20,4 +20,4 @@ struct DeviceGrants {
 
 [[nodiscard]] DeviceGrants grant_devices(const config::Layers& layers, bool root_caller);
 
-}  // namespace chock::cli
+}  // namespace chock::session

@@ -1,13 +1,12 @@
-#include "cli/net_rules.hpp"
+#include "session/net_rules.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "cli/fetch_hop.hpp"
-#include "cli/layer_flags.hpp"
+#include "util/dirs.hpp"
 
-namespace chock::cli {
+namespace chock::session {
 
 namespace {
 
@@ -19,10 +18,6 @@ net::Ruling from_answer(const std::string& action, const policy::Answer& a) {
   if (a.decision == policy::Decision::deny)
     r.refusal = action + " is denied" + (a.deciding_rule ? " by " + a.deciding_rule->origin : std::string());
   return r;
-}
-
-bool someone_to_ask() {
-  return ::isatty(STDIN_FILENO) == 1 && ::isatty(STDERR_FILENO) == 1;
 }
 
 }  // namespace
@@ -43,8 +38,12 @@ net::Ruling NetRules::ask(const std::string& action, const std::string& what) {
   policy::Answer a;
   if (auto r = settled(action, &a)) return *r;
   net::Ruling r = from_answer(action, a);
+  if (!ask_) {
+    r.refusal = policy::nobody_to_ask(action);
+    return r;
+  }
   // `always` is offered only where there is a session to keep it in.
-  Answer said = ask_terminal(action, what, session_);
+  const Answer said = ask_(action, what, session_);
   r.allowed = said.approved;
   r.refusal = said.refusal;
   if (said.approved)
@@ -60,7 +59,7 @@ net::Ruling NetRules::name(const net::Host& host) const {
   const std::string prefix = "net.connect." + host.labels + ".";
   policy::Answer a;
   net::Ruling any_port = settled(prefix + "0", &a).value_or(from_answer(prefix + "0", a));
-  if (any_port.allowed || (a.decision == policy::Decision::ask && someone_to_ask())) {
+  if (any_port.allowed || (a.decision == policy::Decision::ask && ask_ != nullptr)) {
     any_port.allowed = true;
     return any_port;
   }
@@ -74,7 +73,7 @@ net::Ruling NetRules::name(const net::Host& host) const {
     if (!names_port(entry.rule.action)) continue;
     policy::Answer port_answer;
     auto r = settled(entry.rule.action, &port_answer);
-    if ((r && r->allowed) || (!r && someone_to_ask())) {
+    if ((r && r->allowed) || (!r && ask_ != nullptr)) {
       net::Ruling yes = r.value_or(from_answer(entry.rule.action, port_answer));
       yes.allowed = true;
       return yes;
@@ -111,10 +110,10 @@ const char* network_name(Network network) {
 }
 
 void add_connect_client(Config& config) {
-  const std::string client = dir_of_self() + "/chock-connect";
-  if (::access(client.c_str(), X_OK) != 0) return;
+  const auto client = companion("chock-connect");
+  if (!client) return;
   config.binds.push_back(
-      Bind{client, std::string(kConnectDirInside) + "/chock-connect", Access::read_only_file});
+      Bind{*client, std::string(kConnectDirInside) + "/chock-connect", Access::read_only_file});
   if (!config.env) {  // the caller's environment, as it would have been
     config.env.emplace();
     for (char** e = environ; *e != nullptr; ++e) config.env->emplace_back(*e);
@@ -138,4 +137,4 @@ std::shared_ptr<net::Judge> call_judge(NetRules& rules, net::JudgeOptions option
       std::move(options));
 }
 
-}  // namespace chock::cli
+}  // namespace chock::session

@@ -1,4 +1,4 @@
-#include "cli/jit_fallback.hpp"
+#include "session/jit_fallback.hpp"
 
 #include <string>
 #include <string_view>
@@ -6,7 +6,7 @@
 extern const unsigned char chock_pcre2_nojit_so[];
 extern const std::size_t chock_pcre2_nojit_so_size;
 
-namespace chock::cli {
+namespace chock::session {
 
 void add_pcre2_without_jit(Config& config) {
   // Written into the sandbox's own root from this binary: no copy in the
@@ -17,4 +17,4 @@ void add_pcre2_without_jit(Config& config) {
   config.env->push_back(std::string("LD_PRELOAD=") + kPcre2NoJitInside);
 }
 
-}  // namespace chock::cli
+}  // namespace chock::session

@@ -1,0 +1,84 @@
+// What Chock says of a call's end beyond its exit status (chock/session.hpp).
+#include <signal.h>
+
+#include <cstring>
+
+#include "chock/session.hpp"
+#include "sandbox/kill_naming.hpp"
+#include "util/escape.hpp"
+
+namespace chock::session {
+
+namespace {
+
+std::string signal_words(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = sigdescr_np(sig);
+  std::string out = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  if (desc != nullptr) out += std::string(" (") + desc + ")";
+  return out;
+}
+
+std::string plural(std::uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// The first line: how the call ended, where that needs saying.
+std::string how_it_ended(const Result& r, const std::string& command, const std::string& deadline) {
+  if (r.setup_failure)
+    return "sandbox setup failed at " + r.setup_failure->step + ": " + errno_name(r.setup_failure->code) +
+           " (" + std::strerror(r.setup_failure->code) + ")" +
+           (r.setup_failure->detail.empty() ? "" : ": " + r.setup_failure->detail);
+  if (r.exec_error) {
+    if (*r.exec_error == ENOENT || *r.exec_error == ENOTDIR) return command + ": command not found in the sandbox";
+    return command + ": cannot be run in the sandbox: " + errno_name(*r.exec_error) + " (" +
+           std::strerror(*r.exec_error) + ")";
+  }
+  if (r.timed_out)
+    return "the call ran past its timeout" + (deadline.empty() ? "" : " of " + deadline) +
+           " and every process of it was stopped";
+  if (r.cancelled) return "the call was cancelled and every process of it was stopped";
+  if (std::string named = kill_message(r.limits); !named.empty())
+    return named.starts_with("chock: ") ? named.substr(7) : named;
+  if (r.signal) return "the program was killed by " + signal_words(*r.signal);
+  // Never a silent 125: the keeper ended without saying how the program did.
+  if (r.report_lost)
+    return "the sandbox's report of the program's end was lost; the status " +
+           std::to_string(r.exit_code.value_or(-1)) + " is the sandbox keeper's own, not necessarily the program's";
+  if (!r.exit_code)
+    return "the call ended without a status Chock could read (the sandbox's report of the program's end was "
+           "lost)";
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> end_lines(const Result& r, const std::vector<std::string>& argv,
+                                   const std::string& deadline) {
+  std::vector<std::string> lines;
+  const std::string command = argv.empty() ? std::string("the command") : printable(argv[0]);
+  if (std::string first = how_it_ended(r, command, deadline); !first.empty()) lines.push_back(std::move(first));
+  // The program's own words ("Could not resolve host", "Network is
+  // unreachable") do not say that the sandbox refused it.
+  for (const auto& line : r.network_refusals) lines.push_back(printable(line));
+  if (r.network_unreachable > 0 && r.network_filtered)
+    lines.push_back("the call tried to reach an address directly (" +
+                    plural(r.network_unreachable, "packet", "packets") +
+                    " found no route): a filtered call reaches the network only through names its own "
+                    "resolver answered, by the sandbox's design, not a fault in the command");
+  else if (r.network_unreachable > 0)
+    lines.push_back("the call tried to reach the network (" + plural(r.network_unreachable, "packet", "packets") +
+                    " found no route): a call has no network but its own loopback, by the sandbox's design, "
+                    "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
+                    "the host's");
+  if (r.write_execute_refused > 0)
+    lines.push_back("the sandbox refused " +
+                    plural(r.write_execute_refused, "writable and executable mapping",
+                           "writable and executable mappings") +
+                    " (write-xor-execute): a JIT (Node, Deno, Bun, the JVM, .NET) needs `sandbox.jit = allow` "
+                    "in chock.zon (--allow-jit for chock sandbox), or its own switch to run without one (node "
+                    "--jitless)");
+  return lines;
+}
+
+}  // namespace chock::session

@@ -1,0 +1,43 @@
+#include "util/dirs.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+#include <vector>
+
+namespace chock {
+
+std::string dir_of_self() {
+  std::string path(PATH_MAX, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+  if (n <= 0) return "";
+  path.resize(static_cast<std::size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
+}
+
+Expected<std::string> companion(std::string_view name) {
+  const std::string self = dir_of_self();
+  const std::string n(name);
+  std::vector<std::string> places;
+  if (!self.empty()) places = {self + "/" + n, self + "/../libexec/chock/" + n};
+#ifdef CHOCK_INSTALL_LIBEXECDIR
+  places.push_back(std::string(CHOCK_INSTALL_LIBEXECDIR) + "/chock/" + n);
+#endif
+#ifdef CHOCK_INSTALL_BINDIR
+  places.push_back(std::string(CHOCK_INSTALL_BINDIR) + "/" + n);
+#endif
+  std::string looked;
+  for (const auto& p : places) {
+    if (::access(p.c_str(), X_OK) == 0) return p;
+    looked += (looked.empty() ? "" : ", ") + p;
+  }
+  return Error{"find " + n + " (a program of Chock's own) in " + (looked.empty() ? "no place" : looked), "",
+               ENOENT};
+}
+
+}  // namespace chock
