@@ -37,11 +37,11 @@
 namespace chock::session {
 
 struct Request {
-  std::string project;      // a directory of the project (default: the current one)
-  std::string session;      // continue this session; empty: a new one
-  bool keep = false;        // a new session stays even when its call leaves nothing
-  bool background = false;  // a task of the session: wait() answers once it is started
-  bool allow_dirty = false;  // a new git session starts from the uncommitted work too
+  std::string project;          // a directory of the project (default: the current one)
+  std::string session;          // continue this session; empty: a new one
+  bool keep = false;            // a new session stays even when its call leaves nothing
+  bool background = false;      // a task of the session: wait() answers once it is started
+  bool allow_dirty = false;     // a new git session starts from the uncommitted work too
   bool host_toolchain = false;  // the host's /usr even where the project has a Nix dev shell
   std::vector<std::string> argv;
   std::vector<std::string> env;    // K=V over the call's environment
@@ -73,8 +73,8 @@ struct Request {
 // A person's answer to a policy question.
 struct Answer {
   bool approved = false;
-  bool always = false;   // and for the rest of the session
-  std::string refusal;   // not approved: why, in words
+  bool always = false;  // and for the rest of the session
+  std::string refusal;  // not approved: why, in words
 };
 
 struct Hooks {
@@ -104,10 +104,10 @@ struct Hooks {
 
 struct Outcome {
   std::string session;
-  std::string project;  // the project's top level
-  bool created = false;  // this call made the session
-  bool removed = false;  // a session of one call that left nothing, removed after it
-  std::string task;      // background: the task's id ("<session>-NN")
+  std::string project;           // the project's top level
+  bool created = false;          // this call made the session
+  bool removed = false;          // a session of one call that left nothing, removed after it
+  std::string task;              // background: the task's id ("<session>-NN")
   std::optional<Result> result;  // foreground: how the call ended
   // Which deadline applied, in words: "30 min (Chock's default; ...)".
   std::string deadline;

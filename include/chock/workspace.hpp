@@ -364,7 +364,8 @@ struct MountsHold {
   How how = none;
   void share() noexcept;
 };
-Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared, std::chrono::milliseconds within);
+Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared,
+                                          std::chrono::milliseconds within);
 // An overlay of the session mounted beside the session's own mount (a task,
 // a call while others run): in a work directory of its own (work/t-<nonce>),
 // left to the session's removal.

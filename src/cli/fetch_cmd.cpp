@@ -17,10 +17,10 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
-#include "session/net_rules.hpp"
 #include "log/events.hpp"
 #include "log/session_log.hpp"
 #include "net/credentials.hpp"
+#include "session/net_rules.hpp"
 #include "util/escape.hpp"
 #include "workspace/fs.hpp"
 

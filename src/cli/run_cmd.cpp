@@ -98,7 +98,8 @@ void add_run_command(CLI::App& app, Action& action) {
   CLI::App* cmd =
       app.add_subcommand("run", "Run one tool call in the project's workspace (a throwaway copy)");
   cmd->add_option("--project", o->request.project, "The project (default: the current directory)");
-  cmd->add_option("--session", o->request.session, "Run in this session's workspace (default: a new session)");
+  cmd->add_option("--session", o->request.session,
+                  "Run in this session's workspace (default: a new session)");
   cmd->add_flag("--allow-dirty", o->request.allow_dirty, "Carry uncommitted work into a new git workspace");
   CLI::Option* session_option = cmd->get_option("--session");
   cmd->add_flag("--keep", o->request.keep,
@@ -125,7 +126,8 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
       ->check(kPositiveSeconds);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
-  cmd->add_flag("--stdin", o->request.pass_stdin, "Pass the caller's stdin to the command (otherwise /dev/null)");
+  cmd->add_flag("--stdin", o->request.pass_stdin,
+                "Pass the caller's stdin to the command (otherwise /dev/null)");
   cmd->add_flag("--json", o->json,
                 "Capture the command's stdout and stderr and Chock's own lines, and print one JSON object "
                 "(docs/schemas/run.schema.json)")

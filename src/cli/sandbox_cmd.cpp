@@ -9,12 +9,12 @@
 
 #include "chock/sandbox.hpp"
 #include "cli/command.hpp"
-#include "cli/limit_flags.hpp"
 #include "cli/layer_flags.hpp"
-#include "session/net_rules.hpp"
+#include "cli/limit_flags.hpp"
 #include "cli/outcome.hpp"
 #include "cli/terminal.hpp"
 #include "config/layers.hpp"
+#include "session/net_rules.hpp"
 
 namespace chock::cli {
 

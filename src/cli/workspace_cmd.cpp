@@ -15,9 +15,9 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
-#include "session/ending.hpp"
 #include "config/chock_zon.hpp"
 #include "log/session_log.hpp"
+#include "session/ending.hpp"
 #include "util/escape.hpp"
 #include "util/size.hpp"
 

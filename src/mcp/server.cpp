@@ -124,7 +124,8 @@ void Server::dispatch(Message m) {
 
 Json Server::handle_quick(const Message& m) {
   if (m.method == "initialize") {
-    if (!m.params.is_object()) return error_response(m.id, code::invalid_params, "initialize takes an object");
+    if (!m.params.is_object())
+      return error_response(m.id, code::invalid_params, "initialize takes an object");
     {
       std::lock_guard lock(mutex_);
       client_capabilities_ = m.params.value("capabilities", Json::object());

@@ -38,12 +38,12 @@ struct Capture {
 // One tools/call while it is served.
 struct Flight {
   Json id;
-  Json progress_token;  // null: the client asked for no progress
+  Json progress_token;                 // null: the client asked for no progress
   std::atomic<bool> cancelled{false};  // by the client: its answer is never sent
-  std::mutex mutex;                // guards what follows
-  session::Call* call = nullptr;   // while a sandboxed call of it runs
-  std::string last_line;           // what its program printed last, for progress
-  std::uint64_t progress = 0;      // notifications sent
+  std::mutex mutex;                    // guards what follows
+  session::Call* call = nullptr;       // while a sandboxed call of it runs
+  std::string last_line;               // what its program printed last, for progress
+  std::uint64_t progress = 0;          // notifications sent
   // Ends its sandboxed call: asked by the client (no answer is sent), or the
   // server's own end (the answer says the call was cancelled).
   void cancel(bool by_client);
@@ -94,12 +94,13 @@ class Server {
   Json apply(const Json& args);
   [[nodiscard]] std::vector<std::string> layer_args() const;
   [[nodiscard]] std::vector<std::string> place() const;
-  [[nodiscard]] Expected<SelfResult> command(std::vector<std::string> args, const std::string& input = {}) const;
+  [[nodiscard]] Expected<SelfResult> command(std::vector<std::string> args,
+                                             const std::string& input = {}) const;
 
   const ServerOptions& o_;
   LineReader in_;
   int out_;
-  std::mutex out_mutex_;  // one message at a time on stdout
+  std::mutex out_mutex_;      // one message at a time on stdout
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
   std::string session_;

@@ -179,8 +179,9 @@ Json Server::run_command(const Json& args, Flight& flight) {
   content.push_back(text(with_cut(ran->out.head, ran->out.cut())));
   if (ran->err.total > 0) content.push_back(text("stderr:\n" + with_cut(ran->err.head, ran->err.cut())));
   if (!ran->lines.empty()) content.push_back(text("Chock:\n" + joined(ran->lines)));
-  content.push_back(text(structured["signal"].is_string() ? "killed by " + structured["signal"].get<std::string>()
-                                                          : "exit code " + std::to_string(result.exit_status())));
+  content.push_back(text(structured["signal"].is_string()
+                             ? "killed by " + structured["signal"].get<std::string>()
+                             : "exit code " + std::to_string(result.exit_status())));
   return tool_result(content, result.exit_status() != 0, structured);
 }
 
@@ -192,8 +193,11 @@ Json Server::task_output(const Json& args) {
     t->state["state"] = "ended without its record";
   auto out = session::task_output(*t);
   const std::string shown = out ? *out : std::string();
-  return tool_result(Json::array({text(session::task_line(t->state) + "\n"), text(with_cut(shown, 0))}), false,
-                     {{"task", t->id}, {"state", t->state.value("state", "")}, {"output", shown}});
+  return tool_result(Json::array({text(session::task_line(t->state) + "\n"), text(shown)}), false,
+                     {{"task", t->id},
+                      {"session", t->id.substr(0, t->id.rfind('-'))},
+                      {"state", t->state.value("state", "")},
+                      {"output", shown}});
 }
 
 Json Server::file_call(const std::string& name, const Json& args, Flight& flight) {
@@ -233,14 +237,16 @@ Json Server::file_call(const std::string& name, const Json& args, Flight& flight
     if (shown.empty()) shown = name == "glob" ? "no path matches" : "no line matches";
   }
   if (answer.value("truncated", false) && name != "read_file") shown += "[more not shown]\n";
+  answer["session"] = ran->outcome.session;
   return tool_result(Json::array({text(shown)}), false, answer);
 }
 
 Json Server::workspace_status(Flight& flight) {
   const std::string id = session();
   if (id.empty())
-    return tool_result(Json::array({text("no session yet: the first call that needs the workspace makes it")}),
-                       false, {{"session", nullptr}});
+    return tool_result(
+        Json::array({text("no session yet: the first call that needs the workspace makes it")}), false,
+        {{"session", nullptr}});
   auto s = workspace::load(id);
   if (!s) return tool_error(s.error().message());
   Json status{{"session", s->id},
@@ -374,7 +380,8 @@ Json Server::apply(const Json& args) {
     const std::string by_hand = "chock apply " + id;
     if (!client_can("elicitation"))
       return tool_error(
-          "workspace.apply asks, and this client cannot ask the person (no elicitation): the person applies it "
+          "workspace.apply asks, and this client cannot ask the person (no elicitation): the person applies "
+          "it "
           "with `" +
           by_hand + "` in the project");
     auto answer = ask_client(

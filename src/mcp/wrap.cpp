@@ -187,7 +187,8 @@ int wrap(const WrapOptions& o) {
     char buf[16384];
     for (ssize_t n; (n = ::read(err_read.get(), buf, sizeof buf)) != 0;) {
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 || !write_all(STDERR_FILENO, std::string_view(buf, static_cast<std::size_t>(n)), "stderr")) break;
+      if (n < 0 || !write_all(STDERR_FILENO, std::string_view(buf, static_cast<std::size_t>(n)), "stderr"))
+        break;
     }
   });
   // A server that never started leaves its ends with us: its output ends all the same.

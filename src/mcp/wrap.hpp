@@ -17,7 +17,7 @@
 namespace chock::mcp {
 
 struct WrapOptions {
-  std::string name;   // the server's name in the policy
+  std::string name;  // the server's name in the policy
   std::string project;
   std::vector<std::string> env;  // K=V for the server
   std::vector<std::string> argv;

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <utility>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "sandbox/tree_watch.hpp"
 #include "util/dirs.hpp"

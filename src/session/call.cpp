@@ -39,7 +39,8 @@ Error cancelled_before_start() {
 Expected<CallContext> read_context(const Request& r) {
   CallContext c;
   c.start = current_dir();
-  if (char real[PATH_MAX]; !r.project.empty() && ::realpath(r.project.c_str(), real) != nullptr) c.start = real;
+  if (char real[PATH_MAX]; !r.project.empty() && ::realpath(r.project.c_str(), real) != nullptr)
+    c.start = real;
   auto root = workspace::project_root(r.project.empty() ? c.start : r.project);
   if (!root) return std::move(root).error();
   c.root = *root;
@@ -76,12 +77,12 @@ void open_lines(const Request& r, const CallContext& c, const workspace::Opened&
   }
   nlohmann::json cli_rules = nlohmann::json::array();
   for (const auto& rule : c.layers.command_line) cli_rules.push_back(rule.origin);
-  events.add("session.config",
-             {{"chock_zon", c.layers.project.path.empty() ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(sha256_hex(c.layers.project.bytes))},
-              {"allow_dirty", r.allow_dirty},
-              {"policy_rules", cli_rules},
-              {"limit_notices", limits.notices}});
+  events.add("session.config", {{"chock_zon", c.layers.project.path.empty()
+                                                  ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(sha256_hex(c.layers.project.bytes))},
+                                {"allow_dirty", r.allow_dirty},
+                                {"policy_rules", cli_rules},
+                                {"limit_notices", limits.notices}});
   events.add("workspace.open", {{"kind", workspace::kind_name(s.kind)},
                                 {"created", opened.created},
                                 {"base", s.base},
@@ -97,7 +98,8 @@ void keep_always(const workspace::Session& s, const NetRules& rules, const Say& 
     for (const auto& a : rules.new_always())
       if (std::find(fresh->always.begin(), fresh->always.end(), a) == fresh->always.end())
         fresh->always.push_back(a);
-    if (auto saved = workspace::save(*fresh); saved) return;
+    if (auto saved = workspace::save(*fresh); saved)
+      return;
     else
       say("warning: could not keep the answer: " + saved.error().message());
     return;
@@ -110,7 +112,8 @@ void keep_always(const workspace::Session& s, const NetRules& rules, const Say& 
 // One call in its opened session.
 class InSession {
  public:
-  InSession(Call::Impl& call, const CallContext& context, workspace::Opened& opened, std::optional<Begun> begun)
+  InSession(Call::Impl& call, const CallContext& context, workspace::Opened& opened,
+            std::optional<Begun> begun)
       : c_(call), context_(context), opened_(opened), begun_(std::move(begun)) {}
 
   Expected<Outcome> run(Outcome out) {
@@ -194,7 +197,8 @@ class InSession {
     io->start();
     if (task) c_.as_task->started(opened_.lock);
     if (c_.hooks.started) c_.hooks.started();
-    if (mounts->hold.how == workspace::MountsHold::alone) workspace::remove_set_aside_work(s);  // while the program starts
+    if (mounts->hold.how == workspace::MountsHold::alone)
+      workspace::remove_set_aside_work(s);  // while the program starts
     Result r = child->wait(c_.cancel_poll.get());
     if (task) child->detach();  // the runner exits next: the keeper's teardown is the kernel's
     io->finish();
@@ -297,7 +301,8 @@ Expected<session::Outcome> session::Call::Impl::run() {
 
 namespace session {
 
-Call::Call(Request request, Hooks hooks) : impl_(std::make_unique<Impl>(std::move(request), std::move(hooks))) {}
+Call::Call(Request request, Hooks hooks)
+    : impl_(std::make_unique<Impl>(std::move(request), std::move(hooks))) {}
 
 Call::~Call() {
   if (!impl_) return;

@@ -32,9 +32,9 @@ std::vector<std::string> call_environment(bool plain) {
   // The sanitizers' options are a developer's settings, not secrets; a
   // wrapped server gets none of them.
   static constexpr const char* kPlain[] = {"TERM", "LANG"};
-  static constexpr const char* kAll[] = {"TERM",          "LANG",         "LC_ALL",       "LC_CTYPE",
-                                         "TZ",            "NO_COLOR",     "ASAN_OPTIONS", "UBSAN_OPTIONS",
-                                         "TSAN_OPTIONS",  "LSAN_OPTIONS", "MSAN_OPTIONS"};
+  static constexpr const char* kAll[] = {"TERM",         "LANG",         "LC_ALL",       "LC_CTYPE",
+                                         "TZ",           "NO_COLOR",     "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                         "TSAN_OPTIONS", "LSAN_OPTIONS", "MSAN_OPTIONS"};
   if (plain) {
     for (const char* name : kPlain)
       if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
@@ -136,8 +136,9 @@ nlohmann::json rule_json(const policy::Answer& answer) {
   return j;
 }
 
-Expected<Built> build_config(const Request& request, const CallContext& context, const workspace::Opened& opened,
-                             workspace::Mounter mounter, log::SessionEvents& events, const Say& say) {
+Expected<Built> build_config(const Request& request, const CallContext& context,
+                             const workspace::Opened& opened, workspace::Mounter mounter,
+                             log::SessionEvents& events, const Say& say) {
   const workspace::Session& s = opened.session;
   const config::EffectiveLimits limits = context.layers.limits();
   Built b;

@@ -19,10 +19,10 @@ namespace chock::session {
 // beside the session's calls, its output into the task's file, its end in
 // the task's record.
 struct AsTask {
-  std::function<Expected<void>(Config& config)> prepare;  // before the spawn
+  std::function<Expected<void>(Config& config)> prepare;      // before the spawn
   std::function<void(workspace::SessionLock& lock)> started;  // the program runs: the session lock goes
-  std::function<void()> drained;                          // its processes have ended: the output is all in
-  std::function<void(const Result& result)> ended;        // after the call: the record
+  std::function<void()> drained;                    // its processes have ended: the output is all in
+  std::function<void(const Result& result)> ended;  // after the call: the record
 };
 
 }  // namespace chock::session

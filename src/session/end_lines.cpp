@@ -30,7 +30,8 @@ std::string how_it_ended(const Result& r, const std::string& command, const std:
            " (" + std::strerror(r.setup_failure->code) + ")" +
            (r.setup_failure->detail.empty() ? "" : ": " + r.setup_failure->detail);
   if (r.exec_error) {
-    if (*r.exec_error == ENOENT || *r.exec_error == ENOTDIR) return command + ": command not found in the sandbox";
+    if (*r.exec_error == ENOENT || *r.exec_error == ENOTDIR)
+      return command + ": command not found in the sandbox";
     return command + ": cannot be run in the sandbox: " + errno_name(*r.exec_error) + " (" +
            std::strerror(*r.exec_error) + ")";
   }
@@ -44,7 +45,8 @@ std::string how_it_ended(const Result& r, const std::string& command, const std:
   // Never a silent 125: the keeper ended without saying how the program did.
   if (r.report_lost)
     return "the sandbox's report of the program's end was lost; the status " +
-           std::to_string(r.exit_code.value_or(-1)) + " is the sandbox keeper's own, not necessarily the program's";
+           std::to_string(r.exit_code.value_or(-1)) +
+           " is the sandbox keeper's own, not necessarily the program's";
   if (!r.exit_code)
     return "the call ended without a status Chock could read (the sandbox's report of the program's end was "
            "lost)";
@@ -57,7 +59,8 @@ std::vector<std::string> end_lines(const Result& r, const std::vector<std::strin
                                    const std::string& deadline) {
   std::vector<std::string> lines;
   const std::string command = argv.empty() ? std::string("the command") : printable(argv[0]);
-  if (std::string first = how_it_ended(r, command, deadline); !first.empty()) lines.push_back(std::move(first));
+  if (std::string first = how_it_ended(r, command, deadline); !first.empty())
+    lines.push_back(std::move(first));
   // The program's own words ("Could not resolve host", "Network is
   // unreachable") do not say that the sandbox refused it.
   for (const auto& line : r.network_refusals) lines.push_back(printable(line));
@@ -67,17 +70,19 @@ std::vector<std::string> end_lines(const Result& r, const std::vector<std::strin
                     " found no route): a filtered call reaches the network only through names its own "
                     "resolver answered, by the sandbox's design, not a fault in the command");
   else if (r.network_unreachable > 0)
-    lines.push_back("the call tried to reach the network (" + plural(r.network_unreachable, "packet", "packets") +
+    lines.push_back("the call tried to reach the network (" +
+                    plural(r.network_unreachable, "packet", "packets") +
                     " found no route): a call has no network but its own loopback, by the sandbox's design, "
                     "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
                     "the host's");
   if (r.write_execute_refused > 0)
-    lines.push_back("the sandbox refused " +
-                    plural(r.write_execute_refused, "writable and executable mapping",
-                           "writable and executable mappings") +
-                    " (write-xor-execute): a JIT (Node, Deno, Bun, the JVM, .NET) needs `sandbox.jit = allow` "
-                    "in chock.zon (--allow-jit for chock sandbox), or its own switch to run without one (node "
-                    "--jitless)");
+    lines.push_back(
+        "the sandbox refused " +
+        plural(r.write_execute_refused, "writable and executable mapping",
+               "writable and executable mappings") +
+        " (write-xor-execute): a JIT (Node, Deno, Bun, the JVM, .NET) needs `sandbox.jit = allow` "
+        "in chock.zon (--allow-jit for chock sandbox), or its own switch to run without one (node "
+        "--jitless)");
   return lines;
 }
 

@@ -33,7 +33,8 @@ void start_sweeper(const std::function<void(const std::string&)>& say) {
   const int rc = ::posix_spawn(&pid, helper->c_str(), &files, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) say(std::string("warning: the trash is deleted later: start its sweeper: ") + std::strerror(rc));
+  if (rc != 0)
+    say(std::string("warning: the trash is deleted later: start its sweeper: ") + std::strerror(rc));
   // Not waited for: in a session of its own, it goes on as init's (or the
   // caller's subreaper's) child, after a chock that ends right away.
 }

@@ -25,12 +25,13 @@ namespace chock::session {
 inline constexpr std::chrono::seconds kMountsWaitBeside{2};
 
 struct CallMounts {
-  workspace::MountsHold hold;        // kept until the call's sandbox is gone (its teardown's waiter)
-  std::vector<UniqueFd> clones;      // attached in place of new mounts; until spawn returns
+  workspace::MountsHold hold;    // kept until the call's sandbox is gone (its teardown's waiter)
+  std::vector<UniqueFd> clones;  // attached in place of new mounts; until spawn returns
 };
 
 // Decides for `config`'s overlays (as add_to_config made them); `task`: a
 // background call, which mounts beside and holds nothing.
-[[nodiscard]] Expected<CallMounts> choose_mounts(const workspace::Session& session, Config& config, bool task);
+[[nodiscard]] Expected<CallMounts> choose_mounts(const workspace::Session& session, Config& config,
+                                                 bool task);
 
 }  // namespace chock::session

@@ -20,7 +20,8 @@ Expected<std::array<UniqueFd, 2>> make_pipe() {
 
 }  // namespace
 
-Expected<ProgramIo> ProgramIo::prepare(const std::optional<std::string>& input, Output output, Config& config) {
+Expected<ProgramIo> ProgramIo::prepare(const std::optional<std::string>& input, Output output,
+                                       Config& config) {
   ProgramIo io;
   if (input) {
     auto p = make_pipe();

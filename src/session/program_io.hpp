@@ -43,8 +43,8 @@ class ProgramIo {
 
   std::string input_;
   Output output_;
-  UniqueFd in_write_, out_read_, err_read_;     // ours
-  UniqueFd in_read_, out_write_, err_write_;    // the program's, until start()
+  UniqueFd in_write_, out_read_, err_read_;   // ours
+  UniqueFd in_read_, out_write_, err_write_;  // the program's, until start()
   std::thread thread_;
 };
 

@@ -90,7 +90,7 @@ nlohmann::json request_json(const Request& r) {
                       {"plain_env", r.plain_env},
                       {"org_bundle", r.org_bundle},
                       {"policy_rules", r.policy_rules}};
-  j["network"] = !r.network ? nlohmann::json(nullptr)
+  j["network"] = !r.network                        ? nlohmann::json(nullptr)
                  : *r.network == Network::filtered ? nlohmann::json("filtered")
                  : *r.network == Network::host     ? nlohmann::json("host")
                                                    : nlohmann::json("none");
@@ -158,7 +158,8 @@ class Runner {
     out_.reset(::open((base_ + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
     null_.reset(::open("/dev/null", O_RDWR | O_CLOEXEC));
     int p[2];
-    if (!out_ || !null_ || ::pipe2(p, O_CLOEXEC) != 0) return sys_error("open the task's output", base_ + ".out");
+    if (!out_ || !null_ || ::pipe2(p, O_CLOEXEC) != 0)
+      return sys_error("open the task's output", base_ + ".out");
     read_.reset(p[0]);
     write_.reset(p[1]);
     state_["pid"] = ::getpid();
@@ -232,7 +233,8 @@ Expected<std::string> start_task(const workspace::Session& s, const Request& req
   // Taken before the runner starts, and handed to it: the task is never
   // seen as ended before it ran.
   UniqueFd task_lock(::open(lock_path(s, *n).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!task_lock || ::flock(task_lock.get(), LOCK_EX) != 0) return sys_error("lock the task", lock_path(s, *n));
+  if (!task_lock || ::flock(task_lock.get(), LOCK_EX) != 0)
+    return sys_error("lock the task", lock_path(s, *n));
   nlohmann::json state = {{"id", id}, {"argv", request.argv}, {"started", now_text()}, {"state", "starting"}};
   if (auto w = workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n"); !w)
     return std::move(w).error();

@@ -140,7 +140,8 @@ Expected<SessionLock> lock_shared(const Session& session) {
   SessionLock held(fd);
   if (::flock(fd, LOCK_SH | LOCK_NB) == 0) return held;
   if (errno != EWOULDBLOCK) return sys_error("lock", path);
-  std::fprintf(stderr, "chock: waiting for session %s: it is held alone by an apply, an adopt or a removal%s\n",
+  std::fprintf(stderr,
+               "chock: waiting for session %s: it is held alone by an apply, an adopt or a removal%s\n",
                session.id.c_str(), holder(fd).c_str());
   while (::flock(fd, LOCK_SH) != 0)
     if (errno != EINTR) return sys_error("lock", path);
@@ -181,7 +182,8 @@ Expected<SessionLock> hold_mounts(const Session& session) {
   return held;
 }
 
-Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared, std::chrono::milliseconds within) {
+Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared,
+                                          std::chrono::milliseconds within) {
   std::string path = session.dir + "/mounts.lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return sys_error("open the mounts lock", path);

@@ -23,14 +23,15 @@ TEST(McpConcurrency, APingAndAFileReadAreAnsweredWhileACommandRuns) {
   Fixture f;
   f.init_git();
   Output raw;
-  auto steps = sdk(f,
-                   chock_mcp_plan(f, {},
-                                  {{{"concurrent",
-                                     {call("run_command", {{"argv", {"sleep", "10"}}}),
-                                      {{"ping", true}, {"delay_ms", 3000}},
-                                      {{"list", true}, {"delay_ms", 3500}},
-                                      {{"call", "read_file"}, {"arguments", {{"path", "a.txt"}}}, {"delay_ms", 4000}}}}}}),
-                   &raw);
+  auto steps = sdk(
+      f,
+      chock_mcp_plan(f, {},
+                     {{{"concurrent",
+                        {call("run_command", {{"argv", {"sleep", "10"}}}),
+                         {{"ping", true}, {"delay_ms", 3000}},
+                         {{"list", true}, {"delay_ms", 3500}},
+                         {{"call", "read_file"}, {"arguments", {{"path", "a.txt"}}}, {"delay_ms", 4000}}}}}}),
+      &raw);
   ASSERT_EQ(steps.size(), 1U) << describe(raw);
   const Json& all = steps[0]["concurrent"];
   ASSERT_EQ(all.size(), 4U) << steps[0].dump();
@@ -72,12 +73,14 @@ TEST(McpConcurrency, ACallWithAProgressTokenIsSaidToGoOn) {
   Fixture f;
   f.init_git();
   Output raw;
-  auto steps = sdk(f,
-                   chock_mcp_plan(f, {},
-                                  {{{"call", "run_command"},
-                                    {"arguments", {{"argv", {"sh", "-c", "for i in 1 2 3 4 5; do echo step $i; sleep 1; done"}}}},
-                                    {"progress", true}}}),
-                   &raw);
+  auto steps =
+      sdk(f,
+          chock_mcp_plan(
+              f, {},
+              {{{"call", "run_command"},
+                {"arguments", {{"argv", {"sh", "-c", "for i in 1 2 3 4 5; do echo step $i; sleep 1; done"}}}},
+                {"progress", true}}}),
+          &raw);
   ASSERT_EQ(steps.size(), 1U) << describe(raw);
   EXPECT_FALSE(steps[0]["result"]["isError"]) << steps[0].dump();
   EXPECT_GE(steps[0]["progress"].get<int>(), 3) << steps[0].dump();
@@ -88,12 +91,13 @@ TEST(McpConcurrency, ABackgroundCallAnswersAtOnceAndItsOutputIsReadLater) {
   Fixture f;
   f.init_git();
   Output raw;
-  auto steps = sdk(f,
-                   chock_mcp_plan(f, {},
-                                  {{{"concurrent",
-                                     {call("run_command", {{"argv", {"sh", "-c", "sleep 8; echo done-$((6 * 7))"}},
-                                                           {"background", true}})}}}}),
-                   &raw);
+  auto steps =
+      sdk(f,
+          chock_mcp_plan(f, {},
+                         {{{"concurrent",
+                            {call("run_command", {{"argv", {"sh", "-c", "sleep 8; echo done-$((6 * 7))"}},
+                                                  {"background", true}})}}}}),
+          &raw);
   ASSERT_EQ(steps.size(), 1U) << describe(raw);
   const Json& started = steps[0]["concurrent"][0];
   ASSERT_FALSE(started["result"]["isError"]) << started.dump();
@@ -104,8 +108,9 @@ TEST(McpConcurrency, ABackgroundCallAnswersAtOnceAndItsOutputIsReadLater) {
   std::string seen;
   // (Its output, not its command line, which the answer names too.)
   for (int i = 0; i < 60 && seen.find("done-42") == std::string::npos; ++i) {
-    Json read = inspector(f, {"--session", session},
-                          {"--method", "tools/call", "--tool-name", "task_output", "--tool-arg", "id=" + task});
+    Json read =
+        inspector(f, {"--session", session},
+                  {"--method", "tools/call", "--tool-name", "task_output", "--tool-arg", "id=" + task});
     seen = text_of(read);
     if (seen.find("done-42") == std::string::npos) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
@@ -118,11 +123,12 @@ TEST(McpConcurrency, ClosingTheClientsInputMidCallEndsTheServerAndTheCall) {
   f.init_git();
   const std::string m = marker(2);
   Output raw;
-  auto steps = sdk(f,
-                   chock_mcp_plan(f, {},
-                                  {{{"close_during", call("run_command", {{"argv", {"sleep", m}}})}, {"after_ms", 2000}},
-                                   {{"processes", m}}}),
-                   &raw);
+  auto steps = sdk(
+      f,
+      chock_mcp_plan(f, {},
+                     {{{"close_during", call("run_command", {{"argv", {"sleep", m}}})}, {"after_ms", 2000}},
+                      {{"processes", m}}}),
+      &raw);
   ASSERT_EQ(steps.size(), 2U) << describe(raw);
   const Json& closed = steps[0]["closed"];
   EXPECT_LT(closed["ms"].get<int>(), 2000) << steps[0].dump();

@@ -194,9 +194,9 @@ TEST(McpServer, ABackgroundCommandIsATaskWhoseOutputIsReadLater) {
   Fixture f;
   f.init_git();
   auto started = sdk(
-      f, chock_mcp_plan(
-             f, {},
-             {call("run_command", {{"argv", {"sh", "-c", "echo from-the-$((6 * 7))"}}, {"background", true}})}));
+      f, chock_mcp_plan(f, {},
+                        {call("run_command",
+                              {{"argv", {"sh", "-c", "echo from-the-$((6 * 7))"}}, {"background", true}})}));
   ASSERT_EQ(started.size(), 1U);
   const Json& r = started[0]["result"];
   ASSERT_FALSE(r["isError"]) << r.dump();

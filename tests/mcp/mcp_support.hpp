@@ -27,7 +27,8 @@ RunOptions fixture_env(const Fixture& f);
 Json chock_mcp_plan(const Fixture& f, const std::vector<std::string>& args, const std::vector<Json>& steps);
 // Runs the SDK client on `plan`: one JSON value a step. `raw` gets what it printed;
 // `unknown_responses` how many answers came for requests the client had given up on.
-std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw = nullptr, int* unknown_responses = nullptr);
+std::vector<Json> sdk(const Fixture& f, const Json& plan, Output* raw = nullptr,
+                      int* unknown_responses = nullptr);
 // `mcp-inspector --cli chock mcp MCP_ARGS... INSPECTOR_ARGS...`: its JSON answer.
 Json inspector(const Fixture& f, const std::vector<std::string>& mcp_args,
                const std::vector<std::string>& inspector_args, Output* raw = nullptr);

@@ -109,7 +109,8 @@ TEST_F(Load, SixteenCallsOnOneSessionRunAtOnceAndAreEachLoggedOnce) {
   for (std::size_t i = 0; i < parallel; ++i)
     threads.emplace_back([&, i] {
       const std::string n = std::to_string(i);
-      outs[i] = chock({"run", "--session", id, "--", "sh", "-c", "echo " + n + " > mark-" + n + "; echo " + n});
+      outs[i] =
+          chock({"run", "--session", id, "--", "sh", "-c", "echo " + n + " > mark-" + n + "; echo " + n});
     });
   for (auto& t : threads) t.join();
   std::set<std::string> said;

@@ -205,11 +205,12 @@ TEST_F(SessionEngine, ACancelEndsADaemonTheCallLeft) {
   std::atomic<bool> started{false};
   session::Hooks hooks;
   hooks.started = [&] { started = true; };
-  session::Call call(request({"sh", "-c", "setsid sleep " + marker + " </dev/null >/dev/null 2>&1 & sleep 600"}),
-                     hooks);
+  session::Call call(
+      request({"sh", "-c", "setsid sleep " + marker + " </dev/null >/dev/null 2>&1 & sleep 600"}), hooks);
   call.start();
-  ASSERT_TRUE(within(milliseconds(30000), [&] { return processes_with(std::string("sleep") + '\0' + marker) > 0; }))
-      << "the daemon never appeared";
+  ASSERT_TRUE(within(milliseconds(30000), [&] {
+    return processes_with(std::string("sleep") + '\0' + marker) > 0;
+  })) << "the daemon never appeared";
   EXPECT_TRUE(started.load());
   const auto t0 = Clock::now();
   call.cancel();
@@ -217,8 +218,9 @@ TEST_F(SessionEngine, ACancelEndsADaemonTheCallLeft) {
   ASSERT_TRUE(o) << o.error().message();
   ASSERT_TRUE(o->result);
   EXPECT_TRUE(o->result->cancelled);
-  EXPECT_TRUE(within(milliseconds(1000), [&] { return processes_with(std::string("sleep") + '\0' + marker) == 0; }))
-      << "the daemon outlived the cancel";
+  EXPECT_TRUE(within(milliseconds(1000), [&] {
+    return processes_with(std::string("sleep") + '\0' + marker) == 0;
+  })) << "the daemon outlived the cancel";
   EXPECT_LT(Clock::now() - t0, milliseconds(2000));
 }
 
@@ -251,7 +253,8 @@ TEST_F(SessionEngine, TwoCallsOfOneSessionRunAtOnce) {
 }
 
 TEST_F(SessionEngine, ApplyWhileACallRunsWaitsForIt) {
-  const std::string id = kept(*this, f_, "echo new > new.txt && git add new.txt && git commit -qm 'a new file'");
+  const std::string id =
+      kept(*this, f_, "echo new > new.txt && git add new.txt && git commit -qm 'a new file'");
   ASSERT_FALSE(id.empty());
   std::atomic<bool> started{false};
   std::promise<Clock::time_point> ended_at;

@@ -54,15 +54,16 @@ TEST(Deadline, ASecondCallOfTheSessionRunsBesideTheFirstAndARemovalWaitsForBoth)
            {"XDG_CONFIG_HOME", f.config()},
            {"CHOCK", chock_binary()},
            {"ID", id}};
-  // Two shells in one checkout: the second call answers while the first still runs.
-  Output both = run_process({"sh", "-c",
-                             "\"$CHOCK\" run --session \"$ID\" -- sh -c 'sleep 2; echo first' & sleep 0.7; "
-                             "\"$CHOCK\" run --session \"$ID\" -- echo second; wait"},
-                            o);
+  // Two shells in one checkout: the first call waits for a file only the
+  // second writes, so it ends only if the second runs beside it, in the
+  // same workspace.
+  Output both = run_process(
+      {"sh", "-c",
+       "\"$CHOCK\" run --session \"$ID\" --timeout 30 -- sh -c 'until [ -e go ]; do sleep 0.05; done; echo "
+       "first' & sleep 0.5; \"$CHOCK\" run --session \"$ID\" -- sh -c 'echo second; touch go'; wait"},
+      o);
   EXPECT_EQ(both.status, 0) << describe(both);
-  ASSERT_NE(both.out.find("second"), std::string::npos) << describe(both);
-  ASSERT_NE(both.out.find("first"), std::string::npos) << describe(both);
-  EXPECT_LT(both.out.find("second"), both.out.find("first")) << describe(both);
+  EXPECT_EQ(both.out, "second\nfirst\n") << describe(both);
   // What changes the session as a whole waits for its calls, and says so.
   Output removed = run_process({"sh", "-c",
                                 "\"$CHOCK\" run --session \"$ID\" -- sleep 2 & sleep 0.7; "

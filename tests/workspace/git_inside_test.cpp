@@ -162,8 +162,20 @@ TEST(GitInside, ANewSessionOfAnUnchangedRepositoryAsksGitForNeitherItsConfigNorI
     Asked out{run_process({"strace", "-f", "-qq", "-e", "trace=execve", "-o", trace, chock_binary(), "run",
                            "--keep", "--", "sh", "-c", script},
                           f.options())};
+    // An execve strace saw begin while another process's call was traced is
+    // "<unfinished ...>", its end "<... execve resumed>) = 0" later, by pid.
+    std::map<std::string, std::string> unfinished;
     std::istringstream lines(read_file(trace));
     for (std::string l; std::getline(lines, l);) {
+      const std::string pid = l.substr(0, l.find(' '));
+      if (l.ends_with("<unfinished ...>")) {
+        unfinished[pid] = l;
+        continue;
+      }
+      if (l.find("<... execve resumed>") != std::string::npos && unfinished.count(pid) != 0) {
+        l = unfinished[pid] + l;
+        unfinished.erase(pid);
+      }
       if (!l.ends_with(" = 0")) continue;  // a PATH entry that has no git
       if (l.find("[\"git\", \"config\"") != std::string::npos) ++out.config;
       if (l.find("[\"git\", \"for-each-ref\"") != std::string::npos) ++out.refs;

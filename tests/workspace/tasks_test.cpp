@@ -1,6 +1,10 @@
 // Background calls: `chock run --background` returns at once with a task id,
 // the task's output is written by Chock and read (never edited) by later
 // calls of the session, and a cancel ends every process of the task.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 
@@ -109,6 +113,69 @@ TEST(Tasks, OutputPastEightMebibytesIsCutAndSaidSo) {
   ASSERT_EQ(waited.out.size(), (8U << 20) + said.size());
   EXPECT_EQ(waited.out.substr(8U << 20), said);
   EXPECT_EQ(waited.out.find_first_not_of('a'), 8U << 20);
+}
+
+// What decides a task's state is nothing a call can open: a later call that
+// takes a lock on every file it can see of the tasks (a read-only mount is
+// enough for flock) does not keep an ended task running.
+TEST(Tasks, ACallHoldingLocksOnTheTasksFilesCannotKeepAnEndedTaskRunning) {
+  Fixture f;
+  f.init_git();
+  auto started = f.run({"--background"}, "echo ended");
+  const std::string id = trimmed(started.out);
+  ASSERT_EQ(f.chock({"tasks", "wait", id, "--timeout", "30"}).status, 0);
+  const std::string session = id.substr(0, 8);
+  auto holder = f.run({"--session", session, "--background"},
+                      "cd /run/chock/tasks && for f in task-01*; do flock -x \"$f\" -c 'sleep 20' & done; "
+                      "sleep 1; echo holding; wait");
+  const std::string attacker = trimmed(holder.out);
+  ASSERT_EQ(attacker.size(), 11U) << describe(holder);
+  for (int i = 0; i < 250 && !has(f.chock({"tasks", "show", attacker}).out, "holding"); ++i) ::usleep(20000);
+  ASSERT_TRUE(has(f.chock({"tasks", "show", attacker}).out, "holding")) << "the locks were never taken";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto waited = f.chock({"tasks", "wait", id, "--timeout", "5"});
+  EXPECT_EQ(waited.status, 0) << describe(waited);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2))
+      << "the ended task was seen running";
+  EXPECT_TRUE(has(f.chock({"tasks", "list"}).out, id + "  exited (0)"));
+  EXPECT_EQ(f.chock({"tasks", "cancel", attacker}).status, 0);
+}
+
+// A cancel signals the runner it pinned: a record whose pid now names
+// another process (as after the runner ended and its pid was taken again)
+// signals nobody.
+TEST(Tasks, CancelNeverSignalsAProcessThatTookTheRunnersPid) {
+  Fixture f;
+  f.init_git();
+  auto started = f.run({"--background"}, "sleep 30");
+  const std::string id = trimmed(started.out);
+  ASSERT_EQ(id.size(), 11U) << describe(started);
+  const std::string record = f.sessions() + "/" + id.substr(0, 8) + "/tasks/task-01.json";
+  std::string text;
+  for (int i = 0; i < 250 && !has(text = read_file(record), "\"running\""); ++i) ::usleep(20000);
+  ASSERT_TRUE(has(text, "\"running\"")) << text;
+  // A process of the caller's that is not the runner, named in its place.
+  const pid_t decoy = ::fork();
+  ASSERT_GE(decoy, 0);
+  if (decoy == 0) {
+    ::execlp("sleep", "sleep", "300", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string pid = "\"pid\":";
+  const std::size_t at = text.find(pid);
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::size_t end = text.find_first_of(",}", at);
+  std::string forged = text.substr(0, at) + pid + std::to_string(decoy) + text.substr(end);
+  write_file(record, forged);
+  auto refused = f.chock({"tasks", "cancel", id});
+  EXPECT_EQ(refused.status, 1) << describe(refused);
+  EXPECT_TRUE(has(refused.err, "is not running")) << describe(refused);
+  int status = 0;
+  EXPECT_EQ(::waitpid(decoy, &status, WNOHANG), 0) << "the process that took the pid was signalled";
+  ::kill(decoy, SIGKILL);
+  ::waitpid(decoy, &status, 0);
+  write_file(record, text);
+  EXPECT_EQ(f.chock({"tasks", "cancel", id}).status, 0);
 }
 
 TEST(Tasks, ABadTaskIdIsAClearError) {
