@@ -631,6 +631,7 @@ Expected<Child> spawn(const Config& config, Begun begun) {
     int broker[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, broker) != 0)
       return sys_error("socketpair for the network broker");
+    refuse_passed_fds(broker[0]);  // before the program can send anything into it (issue 53)
     state->broker.reset(broker[0]);
     broker_inside.reset(broker[1]);
     l.broker_fd = broker[1];
