@@ -36,6 +36,7 @@ class SyntheticMap {
   // real program asks for hundreds; a call asking for hundreds of thousands
   // would grow Chock's own memory (issue 53: 261,120 names, 152 MB).
   static constexpr std::size_t kMaxNames = 1024;
+  static_assert(kMaxNames < (std::size_t{1} << 17) * 254 / 256, "each name has an address of 198.18.0.0/15");
 
   // The address of `name` (lower case, as Host::text) in `family`, made on
   // first use and the same after; nullopt for a new name past kMaxNames

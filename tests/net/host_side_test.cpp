@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "util/fd.hpp"
-#include "util/fd_passing.hpp"
 #include "world.hpp"
 
 namespace chock::test {
@@ -56,12 +55,15 @@ double number_after(const std::string& text, const std::string& mark) {
   return at == std::string::npos ? -1 : std::stod(text.substr(at + mark.size()));
 }
 
-// Whether this kernel refuses SCM_RIGHTS to a socket that asks (SO_PASSRIGHTS, Linux 6.16).
+// Whether this kernel refuses SCM_RIGHTS to a socket that asks
+// (SO_PASSRIGHTS, Linux 6.16), asked of the kernel, not of Chock's code.
 bool kernel_refuses_passed_fds() {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
   UniqueFd a(pair[0]), b(pair[1]);
-  return refuse_passed_fds(a.get());
+  const int off = 0;
+  constexpr int kSoPassRightsNumber = 83;  // asm-generic/socket.h
+  return ::setsockopt(a.get(), SOL_SOCKET, kSoPassRightsNumber, &off, sizeof off) == 0;
 }
 
 // The broker flooded with bad requests that are never read, then the

@@ -5,7 +5,8 @@
 //   broker-flood       sends its own broker socket into the broker
 //                      (SCM_RIGHTS), floods the broker with bad requests
 //                      without reading the answers until the broker is
-//                      closed or stops answering, then sends itself again
+//                      closed or stops answering (stuck in its send), then
+//                      sends itself again
 //   unread-streams N [MS]  N connections through the relay and one through
 //                      the broker, each asking for a large answer and closed
 //                      without reading it; then MS (300) to live, while
@@ -14,6 +15,7 @@
 //                      the first again
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -53,32 +55,47 @@ const char* send_itself(int broker) {
   return result_of(sendmsg(broker, &msg, MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
+int unread_bytes(int fd) {
+  int n = 0;
+  ioctl(fd, FIONREAD, &n);  // a SOCK_SEQPACKET socket: every message queued
+  return n;
+}
+
 int broker_flood() {
   const int broker = broker_fd();
   if (broker < 0) return 2;
   std::printf("first-selfsend %s\n", send_itself(broker));
-  // Until an error; or, where the host side stopped reading (it blocked
-  // sending an answer), until the answers waiting here stop growing.
+  // Until an error. A host side that blocked sending an answer answers no
+  // more: after 100 requests in a row that added no answer here, and no
+  // answer or hang-up of the broker within 2 s, it is stuck, and the
+  // requests so far leave room for the self-send below.
   const char* why = "done";
-  int unread_before = -1;
-  auto grew_at = std::chrono::steady_clock::now();
+  int unread = unread_bytes(broker);
+  int unanswered = 0;
   for (int i = 0; i < 100000; ++i) {
-    if (send(broker, "nonsense", 8, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-      if (errno != EAGAIN) {
-        why = result_of(-1);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (send(broker, "nonsense", 8, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
+      why = result_of(-1);
+      break;
     }
-    int unread = 0;
-    ioctl(broker, FIONREAD, &unread);
-    if (unread != unread_before) {
-      unread_before = unread;
-      grew_at = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - grew_at > std::chrono::seconds(1)) {
+    int now = unread_bytes(broker);
+    if (now == unread) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      now = unread_bytes(broker);
+    }
+    unanswered = now > unread ? 0 : unanswered + 1;
+    unread = now;
+    if (unanswered < 100) continue;
+    bool moved = false;
+    for (int wait = 0; wait < 200 && !moved; ++wait) {
+      pollfd hung{broker, POLLRDHUP, 0};
+      moved = poll(&hung, 1, 10) > 0 || unread_bytes(broker) != unread;
+    }
+    if (!moved) {
       why = "host-stuck";
       break;
     }
+    unread = unread_bytes(broker);
+    unanswered = 0;
   }
   std::printf("flood %s\n", why);
   std::printf("selfsend %s\n", send_itself(broker));
