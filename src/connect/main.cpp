@@ -61,8 +61,10 @@ int main(int argc, char** argv) {
   chock::FdControl control;
   chock::expect_fd(msg, control);
   const ssize_t n = recvmsg(static_cast<int>(broker), &msg, MSG_CMSG_CLOEXEC);
-  const int stream = n > 0 ? chock::received_fd(msg) : -1;
-  if (n <= 0 || stream < 0 || std::strncmp(answer, "ok", 2) != 0) {
+  // Chock closes the broker of a call that asked without reading its answers.
+  if (n <= 0) return fail("the broker has closed (Chock says why on its stderr)", 3);
+  const int stream = chock::received_fd(msg);
+  if (stream < 0 || std::strncmp(answer, "ok", 2) != 0) {
     std::fprintf(stderr, "chock-connect: %s refused by the policy\n", request.c_str());
     return 1;
   }

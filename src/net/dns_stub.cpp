@@ -13,7 +13,6 @@ constexpr std::uint16_t kTypeAAAA = 28;
 constexpr std::uint16_t kClassIn = 1;
 constexpr std::uint32_t kTtl = 300;  // the map holds for the whole call
 constexpr std::size_t kHeader = 12;
-constexpr std::size_t kMaxNames = std::size_t{1} << 17;  // per family: bounded, whatever a call asks
 
 enum Rcode : std::uint8_t { kNoError = 0, kFormErr = 1, kServFail = 2, kNotImp = 4, kRefused = 5 };
 
@@ -56,13 +55,20 @@ std::vector<std::uint8_t> reply(std::uint16_t id, bool rd, Rcode rcode,
 }  // namespace
 
 std::optional<sockaddr_storage> SyntheticMap::address_for(const std::string& name, int family) {
+  if (family != AF_INET && family != AF_INET6) return std::nullopt;
+  if (!v4_.contains(name) && !v6_.contains(name)) {
+    if (distinct_ >= kMaxNames) {
+      ++refused_;
+      return std::nullopt;
+    }
+    ++distinct_;
+  }
   sockaddr_storage out{};
   if (family == AF_INET) {
     auto found = v4_.find(name);
     if (found == v4_.end()) {
       // Skip offsets ending in .0 and .255, which some stacks treat as special.
       while ((next_v4_ & 0xff) == 0 || (next_v4_ & 0xff) == 0xff) ++next_v4_;
-      if (next_v4_ >= (1U << 17) || v4_.size() >= kMaxNames) return std::nullopt;
       found = v4_.emplace(name, next_v4_++).first;
       names_[{AF_INET, found->second}] = name;
     }
@@ -71,10 +77,8 @@ std::optional<sockaddr_storage> SyntheticMap::address_for(const std::string& nam
     sin->sin_addr.s_addr = htonl(kV4Base + found->second);
     return out;
   }
-  if (family != AF_INET6) return std::nullopt;
   auto found = v6_.find(name);
   if (found == v6_.end()) {
-    if (v6_.size() >= kMaxNames) return std::nullopt;
     found = v6_.emplace(name, next_v6_++).first;
     names_[{AF_INET6, found->second}] = name;
   }
@@ -171,7 +175,7 @@ std::optional<std::vector<std::uint8_t>> stub_answer(std::span<const std::uint8_
   const bool v4 = q.type == kTypeA;
   if (!(v4 ? said.ipv4 : said.ipv6)) return reply(q.id, q.recursion_desired, kNoError, q.question, 0);
   auto address = map.address_for(host->text, v4 ? AF_INET : AF_INET6);
-  if (!address) return reply(q.id, q.recursion_desired, kServFail, q.question, 0);
+  if (!address) return reply(q.id, q.recursion_desired, kRefused, q.question, 0);
   std::vector<std::uint8_t> out = reply(q.id, q.recursion_desired, kNoError, q.question, 1);
   put16(out, 0xC000 | kHeader);  // the name: a pointer to the question's
   put16(out, q.type);

@@ -32,12 +32,22 @@ inline constexpr const char* kSyntheticV6 = "fd5e:2a41:9c07:53::/64";
 
 class SyntheticMap {
  public:
+  // Names one call's resolver answers (A and AAAA of a name count once): a
+  // real program asks for hundreds; a call asking for hundreds of thousands
+  // would grow Chock's own memory (issue 53: 261,120 names, 152 MB).
+  static constexpr std::size_t kMaxNames = 1024;
+  static_assert(kMaxNames < (std::size_t{1} << 17) * 254 / 256, "each name has an address of 198.18.0.0/15");
+
   // The address of `name` (lower case, as Host::text) in `family`, made on
-  // first use and the same after; nullopt once the block is used up.
+  // first use and the same after; nullopt for a new name past kMaxNames
+  // (counted in refused()).
   std::optional<sockaddr_storage> address_for(const std::string& name, int family);
   // The name behind a synthetic address; nullopt for any other address.
   [[nodiscard]] std::optional<std::string> name_for(const sockaddr_storage& address) const;
   [[nodiscard]] std::size_t size() const { return names_.size(); }
+  // Distinct names answered, and questions for new names refused past the cap.
+  [[nodiscard]] std::size_t names() const { return distinct_; }
+  [[nodiscard]] std::uint64_t refused() const { return refused_; }
 
  private:
   std::map<std::string, std::uint32_t> v4_;  // name -> offset in 198.18.0.0/15
@@ -45,6 +55,8 @@ class SyntheticMap {
   std::map<std::pair<int, std::uint64_t>, std::string> names_;
   std::uint32_t next_v4_ = 1;
   std::uint64_t next_v6_ = 1;
+  std::size_t distinct_ = 0;
+  std::uint64_t refused_ = 0;
 };
 
 // What the stub is told of a name: whether the call may reach it, and which
@@ -74,7 +86,8 @@ enum class DnsParse { ok, ignore, format_error, not_implemented };
 DnsParse parse_query(std::span<const std::uint8_t> message, DnsQuery& out);
 
 // The stub's answer to `message`, or nullopt when it gets none. Every name
-// the stub answers with an address is in `map` after.
+// the stub answers with an address is in `map` after; a new name past the
+// map's cap is answered REFUSED.
 std::optional<std::vector<std::uint8_t>> stub_answer(std::span<const std::uint8_t> message, SyntheticMap& map,
                                                      const StubPolicy& policy);
 

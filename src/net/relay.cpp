@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +25,16 @@ constexpr int kOriginalDst = 80;  // SO_ORIGINAL_DST and IP6T_SO_ORIGINAL_DST
 // 1.6 GB/s through the relay here, and bounds what a call's 512 links can
 // pin in the kernel to 256 MiB (bench/README.md).
 constexpr std::size_t kPipeSize = 256 << 10;
+
+// A write to a socket whose peer has gone raises SIGPIPE in the thread that
+// wrote (splice takes no MSG_NOSIGNAL), and its default ends the process:
+// blocked, it stays pending on this thread and goes with it.
+void hold_sigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 void set_nonblocking(int fd) {
   const int flags = fcntl(fd, F_GETFL);
@@ -134,6 +146,16 @@ Pumped pump(int a, int b, int stop) {
 Relay::Relay(std::shared_ptr<Judge> judge, RelaySockets sockets)
     : judge_(std::move(judge)), sockets_(std::move(sockets)), stop_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!stop_) throw std::system_error(errno, std::generic_category(), "eventfd for the relay");
+  if (sockets_.broker) {
+    // Before the program runs: a descriptor it sends is refused at its
+    // sendmsg (EPERM) rather than parked in this socket, where its own broker
+    // end would keep the broker open for ever (issue 53).
+    refuse_passed_fds(sockets_.broker.get());
+    set_nonblocking(sockets_.broker.get());
+  }
+  // accept4 takes the next connection or answers EAGAIN: never waits for one.
+  for (const UniqueFd* listener : {&sockets_.relay4, &sockets_.relay6})
+    if (*listener) set_nonblocking(listener->get());
   loop_ = std::thread([this] { serve(); });
   if (sockets_.broker) broker_ = std::thread([this] { serve_broker(); });
 }
@@ -148,13 +170,29 @@ void Relay::stop() noexcept {
   (void)!write(stop_.get(), &one, sizeof one);
   if (loop_.joinable()) loop_.join();
   if (broker_.joinable()) broker_.join();
-  std::unique_lock lock(mutex_);
-  links_done_.wait(lock, [this] { return links_ == 0; });
+  // No thread starts a link now; each one sees stop_ and ends.
+  std::list<std::thread> links;
+  {
+    std::lock_guard lock(mutex_);
+    links.swap(links_);
+  }
+  for (auto& t : links)
+    if (t.joinable()) t.join();
+  {
+    std::lock_guard lock(mutex_);
+    ended_.clear();  // what those threads said of themselves, into the list gone
+  }
+  // The call's sockets go with its call, not with this object.
+  sockets_ = RelaySockets{};
 }
 
 std::vector<std::string> Relay::refusals() const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out = refusals_;
+  if (map_.refused() > 0)
+    out.push_back("the call's resolver refused " + std::to_string(map_.refused()) +
+                  " questions for new names: a call may ask for " + std::to_string(SyntheticMap::kMaxNames) +
+                  " names, and this one asked for more");
   if (refusals_dropped_ > 0)
     out.push_back("and " + std::to_string(refusals_dropped_) + " more refusals, not listed (at most " +
                   std::to_string(kMaxRefusals) + " are)");
@@ -178,6 +216,7 @@ void Relay::refuse(const std::string& line) {
 }
 
 void Relay::serve() {
+  hold_sigpipe();
   for (;;) {
     pollfd fds[4] = {{stop_.get(), POLLIN, 0},
                      {sockets_.stub.get(), POLLIN, 0},
@@ -213,10 +252,17 @@ void Relay::answer_queries() {
       return StubName{r.allowed, true, true};
     };
     std::optional<std::vector<std::uint8_t>> answer;
+    bool past_cap = false;
     {
       std::lock_guard lock(mutex_);
+      const std::uint64_t refused_before = map_.refused();
       answer = stub_answer({message, static_cast<std::size_t>(n)}, map_, policy);
+      past_cap = refused_before == 0 && map_.refused() > 0;
     }
+    if (past_cap)
+      judge_->record("net.resolver", {{"refused", "the call asked for more than " +
+                                                      std::to_string(SyntheticMap::kMaxNames) + " names"},
+                                      {"names", SyntheticMap::kMaxNames}});
     if (answer)
       sendto(sockets_.stub.get(), answer->data(), answer->size(), MSG_DONTWAIT,
              reinterpret_cast<const sockaddr*>(&from), len);
@@ -244,26 +290,42 @@ void Relay::answer_queries() {
   }
 }
 
+std::vector<std::thread> Relay::take_ended_links() {
+  std::vector<std::thread> out;
+  out.reserve(ended_.size());
+  for (auto it : ended_) {
+    out.push_back(std::move(*it));
+    links_.erase(it);
+  }
+  ended_.clear();
+  return out;
+}
+
 bool Relay::start_link(std::function<void()> body) {
+  std::vector<std::thread> ended;
+  bool started = false;
   {
     std::lock_guard lock(mutex_);
-    if (links_ >= kMaxLinks) return false;
-    ++links_;
+    // An ended link's thread is joined here, so its stack does not wait for the call's end.
+    ended = take_ended_links();
+    if (links_.size() < static_cast<std::size_t>(kMaxLinks) && !stopped_) {
+      // Made under the lock: the thread's last step, under it too, finds itself in links_.
+      auto it = links_.emplace(links_.end());
+      try {
+        *it = std::thread([this, it, body = std::move(body)] {
+          hold_sigpipe();
+          body();
+          std::lock_guard done(mutex_);
+          ended_.push_back(it);
+        });
+        started = true;
+      } catch (const std::system_error&) {
+        links_.erase(it);
+      }
+    }
   }
-  try {
-    std::thread([this, body = std::move(body)] {
-      body();
-      std::lock_guard lock(mutex_);
-      --links_;
-      links_done_.notify_all();
-    }).detach();
-    return true;
-  } catch (const std::system_error&) {
-    std::lock_guard lock(mutex_);
-    --links_;
-    links_done_.notify_all();
-    return false;
-  }
+  for (auto& t : ended) t.join();
+  return started;
 }
 
 void Relay::accept_links(int listener) {
@@ -313,60 +375,114 @@ void Relay::link(UniqueFd inside) {
   c->count(moved.b_to_a, moved.a_to_b);
 }
 
+// What the broker owes the call for one request: "refused", or "ok" with
+// the call's end of a stream, whose other end a link joins to the
+// connection once the answer is sent.
+struct Relay::Answer {
+  std::string text = "refused";
+  UniqueFd theirs, ours;
+  std::shared_ptr<Connection> connection;
+};
+
 void Relay::serve_broker() {
+  hold_sigpipe();
+  const int broker = sockets_.broker.get();
+  std::list<Answer> unread;  // in order; sent as the call reads
+  std::uint64_t asked = 0;
   for (;;) {
-    pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {sockets_.broker.get(), POLLIN, 0}};
+    const auto events = static_cast<short>(POLLIN | (unread.empty() ? 0 : POLLOUT));
+    pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {broker, events, 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      return;
+      break;
     }
-    if (fds[0].revents != 0) return;
+    if (fds[0].revents != 0) break;
+    if ((fds[1].revents & POLLOUT) != 0 && !send_answers(unread)) break;
+    if ((fds[1].revents & POLLIN) == 0) {
+      if ((fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) break;
+      continue;
+    }
     char request[300];
-    const ssize_t n = recv(sockets_.broker.get(), request, sizeof request, MSG_DONTWAIT);
-    if (n == 0) return;  // no process of the call holds the broker any more
+    iovec iov{request, sizeof request};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    FdsControl control;
+    expect_fds(msg, control);
+    const ssize_t n = recvmsg(broker, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    // Refused at the sender where the kernel can (SO_PASSRIGHTS); else closed here, at once.
+    if (n >= 0) close_received_fds(msg);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      return;
+      break;
     }
-    hand_out(std::string(request, static_cast<std::size_t>(n)));
+    // A SOCK_SEQPACKET message may be empty: only with the hang-up is it the end.
+    if (n == 0 && (fds[1].revents & POLLHUP) != 0) break;
+    ++asked;
+    unread.push_back(answer(std::string(request, static_cast<std::size_t>(n))));
+    if (!send_answers(unread)) break;
+    if (unread.size() > kMaxUnreadAnswers) {
+      refuse("the call lost its broker (CHOCK_BROKER_FD): a program of it asked " + std::to_string(asked) +
+             " times without reading the answers, and Chock keeps at most " +
+             std::to_string(kMaxUnreadAnswers) + " answers unread");
+      break;
+    }
   }
+  // Its next read is the end and its next send EPIPE; the answers not sent
+  // go, with their connections.
+  shutdown(broker, SHUT_RDWR);
 }
 
-void Relay::hand_out(const std::string& request) {
-  static constexpr char kRefused[] = "refused";
-  const int broker = sockets_.broker.get();
+Relay::Answer Relay::answer(const std::string& request) {
+  Answer a;
   auto target = parse_host_port(request);
-  if (!target) {
-    send(broker, kRefused, sizeof kRefused - 1, MSG_NOSIGNAL);
-    return;
-  }
+  if (!target) return a;
   auto c = judge_->connect(target->first, target->second, stop_.get());
-  int pair[2];
-  if (!c || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    if (!c) refuse(c.error().message());
-    send(broker, kRefused, sizeof kRefused - 1, MSG_NOSIGNAL);
-    return;
+  if (!c) {
+    refuse(c.error().message());
+    return a;
   }
-  UniqueFd ours(pair[0]), theirs(pair[1]);
-  char ok[] = "ok";
-  iovec iov{ok, 2};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  FdControl control;
-  attach_fd(msg, control, theirs.get());
-  if (sendmsg(broker, &msg, MSG_NOSIGNAL) < 0) return;
-  theirs.reset();
-  // The connection moves into the link's thread with our end of the pair.
-  auto conn = std::make_shared<Connection>(std::move(*c));
-  auto end = std::make_shared<UniqueFd>(std::move(ours));
-  start_link([this, conn, end] {
-    set_nonblocking(end->get());
-    set_nonblocking(conn->fd());
-    const Pumped moved = pump(end->get(), conn->fd(), stop_.get());
-    conn->count(moved.b_to_a, moved.a_to_b);
-    conn->close();
-  });
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return a;
+  a.ours.reset(pair[0]);
+  a.theirs.reset(pair[1]);
+  refuse_passed_fds(a.ours.get());  // the call writes into the other end
+  a.text = "ok";
+  a.connection = std::make_shared<Connection>(std::move(*c));
+  return a;
+}
+
+bool Relay::send_answers(std::list<Answer>& unread) {
+  while (!unread.empty()) {
+    Answer& a = unread.front();
+    iovec iov{a.text.data(), a.text.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    FdControl control;
+    if (a.theirs) attach_fd(msg, control, a.theirs.get());
+    if (sendmsg(sockets_.broker.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN;  // full: the rest waits for the call to read
+    }
+    if (a.connection) {
+      // The connection moves into the link's thread with our end of the pair.
+      auto conn = std::move(a.connection);
+      auto end = std::make_shared<UniqueFd>(std::move(a.ours));
+      const bool linked = start_link([this, conn, end] {
+        set_nonblocking(end->get());
+        set_nonblocking(conn->fd());
+        const Pumped moved = pump(end->get(), conn->fd(), stop_.get());
+        conn->count(moved.b_to_a, moved.a_to_b);
+        conn->close();
+      });
+      if (!linked)
+        refuse("a stream the broker handed out was closed: the relay already carries " +
+               std::to_string(kMaxLinks) + " links");
+    }
+    unread.pop_front();
+  }
+  return true;
 }
 
 }  // namespace chock::net

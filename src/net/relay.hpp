@@ -11,11 +11,19 @@
 //   broker: a SOCK_SEQPACKET request "host:port" -> the judge -> a stream
 //           (one end of a fresh unix socket pair, never a socket of the
 //           host's network namespace) or the bare word "refused"
+//
+// A call is hostile to these threads too (issue 53): none of them ever
+// blocks on a socket of the call (every send is non-blocking, the broker's
+// unread answers are bounded), no descriptor a call sends is ever kept
+// (SCM_RIGHTS is refused on every unix socket the call can write to, and
+// whatever still arrives is closed at once), a write to a socket the call
+// closed raises no SIGPIPE (blocked in each thread: splice has no
+// MSG_NOSIGNAL), and stop() ends every thread and closes every socket.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,13 +49,16 @@ class Relay {
   // Lines of refusals kept (and events recorded for refused names); past it
   // they are counted.
   static constexpr std::size_t kMaxRefusals = 64;
+  // Answers of the broker the call has not read, kept beyond what its socket
+  // holds; past it the call loses its broker (said in a line).
+  static constexpr std::size_t kMaxUnreadAnswers = 64;
 
   Relay(std::shared_ptr<Judge> judge, RelaySockets sockets);
   ~Relay();
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
 
-  // Ends every link and joins every thread; idempotent.
+  // Ends every link, joins every thread and closes every socket; idempotent.
   void stop() noexcept;
   // Chock's lines for what was refused, one per host and reason, in order.
   [[nodiscard]] std::vector<std::string> refusals() const;
@@ -58,22 +69,29 @@ class Relay {
   void accept_links(int listener);
   void serve_broker();
   void link(UniqueFd inside);
-  void hand_out(const std::string& request);
+  struct Answer;
+  Answer answer(const std::string& request);
+  // Sends what it can of `unread` without waiting; false when the broker is
+  // broken (the call closed it).
+  bool send_answers(std::list<Answer>& unread);
   void refuse(const std::string& line);
   // Under mutex_: false when the line is there already or past kMaxRefusals.
   bool add_refusal(const std::string& line);
-  // Runs `body` on a thread of its own, counted; false past kMaxLinks.
+  // Runs `body` on a thread of its own, joined by the next start_link once
+  // it has ended, or by stop(); false past kMaxLinks.
   bool start_link(std::function<void()> body);
+  // Under mutex_: the threads of links that have ended, to be joined.
+  std::vector<std::thread> take_ended_links();
 
   std::shared_ptr<Judge> judge_;
   RelaySockets sockets_;
   UniqueFd stop_;             // an eventfd: readable once stop() is called
-  mutable std::mutex mutex_;  // map_, refusals_, links_
-  std::condition_variable links_done_;
+  mutable std::mutex mutex_;  // map_, refusals_, links_, ended_
   SyntheticMap map_;
   std::vector<std::string> refusals_;
   std::uint64_t refusals_dropped_ = 0;
-  int links_ = 0;
+  std::list<std::thread> links_;
+  std::vector<std::list<std::thread>::iterator> ended_;
   std::thread loop_;
   std::thread broker_;
   std::atomic<bool> stopped_{false};

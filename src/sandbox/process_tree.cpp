@@ -199,6 +199,17 @@ void measure_memory_now(exit_watch::Watch& watch) noexcept {
   measure_every(exit_watch::memory_interval_usec(watch.memory_limit, used));
 }
 
+// kEndCallSignal: from outside the call's pid namespace, where the sender
+// reads as pid 0 (a process of the call cannot send SI_USER with another
+// pid than its own). Every other process of the namespace is killed; the
+// program's end then comes to the loop below as any end does.
+void on_end_call(int, siginfo_t* info, void*) {
+  if (info == nullptr || info->si_code != SI_USER || info->si_pid != 0) return;
+  const int saved = errno;
+  kill(-1, SIGKILL);
+  errno = saved;
+}
+
 void forward_signal(int sig) {
   int saved = errno;
   sys::pidfd_send_signal(g_program_pidfd, sig);
@@ -256,6 +267,11 @@ void forward_signal(int sig) {
   fwd.sa_handler = forward_signal;
   sigemptyset(&fwd.sa_mask);
   for (int sig : kForwardedSignals) sigaction(sig, &fwd, nullptr);
+  struct sigaction end {};
+  end.sa_sigaction = on_end_call;
+  end.sa_flags = SA_SIGINFO;  // no SA_RESTART: it interrupts wait4
+  sigemptyset(&end.sa_mask);
+  sigaction(kEndCallSignal, &end, nullptr);
   if (watch.memory_limit > 0) {
     struct sigaction alarm {};
     alarm.sa_handler = on_measure_timer;  // no SA_RESTART: it interrupts wait4

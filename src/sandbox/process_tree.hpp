@@ -25,6 +25,8 @@
 // middle shares nothing and the caller waits for it (CLONE_VFORK).
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 
 #include "sandbox/launch.hpp"
@@ -33,5 +35,13 @@ namespace chock::sandbox {
 
 // The middle, for clone_on_stack: `launch` is the caller's Launch. Never returns.
 int middle_entry(void* launch);
+
+// Sent by the caller to the keeper when Chock ends the call itself (its
+// timeout, a cancel, a limit of its own): the keeper kills every other
+// process and reports the program's end with what it counted, as for any
+// other end. Honoured only from outside the call's pid namespace. A keeper
+// that has not reported within kEndCallGraceMs is killed.
+inline constexpr int kEndCallSignal = SIGPWR;
+inline constexpr int kEndCallGraceMs = 500;
 
 }  // namespace chock::sandbox

@@ -56,6 +56,9 @@ struct Child::State {
   // let go while the program starts, when this process only waits.
   std::shared_ptr<void> leftover;
   bool killed = false;
+  // Chock's own end of the call: the keeper was asked then (kEndCallSignal)
+  // to end it and report; past the grace, killed.
+  std::optional<std::chrono::steady_clock::time_point> end_asked;
   bool got_status = false;
   bool middle_entered = false;  // a root caller's middle waits for its id maps
   std::optional<DiskGuard> disk;
@@ -158,7 +161,7 @@ struct Child::State {
              free_inodes + 100 < inodes_free_at_start)
       disk_stop = "the file system of " + disk->path + " had " + std::to_string(free_inodes) +
                   " free inodes, under its floor of " + std::to_string(disk->floor_inodes);
-    if (!disk_stop.empty()) kill_tree();
+    if (!disk_stop.empty()) end_call();
   }
 
   static bool fs_used(const std::string& path, std::uint64_t* used) {
@@ -210,13 +213,28 @@ struct Child::State {
     if (dir_known <= dir_cap->cap_bytes) return;
     dir_stop = dir_cap->name + " held " + format_size(dir_known / (1 << 20) * (1 << 20)) +
                ", past its cap of " + format_size(dir_cap->cap_bytes);
-    kill_tree();
+    end_call();
   }
 
   void kill_tree() noexcept {
     // SIGKILL to pid 1 of the namespace ends every process in it.
     if (keeper) sys::pidfd_send_signal(keeper.get(), SIGKILL);
     killed = true;
+  }
+
+  // A timeout, a cancel, a limit of Chock's: the keeper ends the call and
+  // reports what it counted (refusals, filter kills, memory), so the result
+  // says the same whichever way the call ended (issue 53).
+  void end_call() noexcept {
+    if (killed) return;
+    if (!keeper || sys::pidfd_send_signal(keeper.get(), sandbox::kEndCallSignal) != 0) return kill_tree();
+    end_asked = std::chrono::steady_clock::now();
+    killed = true;
+  }
+
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> end_grace_over() const {
+    if (!end_asked) return std::nullopt;
+    return *end_asked + std::chrono::milliseconds(sandbox::kEndCallGraceMs);
   }
 
   void take(const Record& r) {
@@ -318,7 +336,7 @@ Result Child::wait(int cancel_fd) {
   while (s.keeper && !s.got_status) {
     pollfd fds[3] = {{s.keeper.get(), POLLIN, 0},
                      {channel_open ? s.channel.get() : -1, POLLIN, 0},
-                     {cancel_fd, POLLIN, 0}};
+                     {s.killed ? -1 : cancel_fd, POLLIN, 0}};  // heard once; it stays readable
     // The next look: to the microsecond (poll's milliseconds, rounded up,
     // kept the disk guard a millisecond and more behind its interval).
     using std::chrono::microseconds;
@@ -329,6 +347,8 @@ Result Child::wait(int cancel_fd) {
     if (has_deadline && !s.killed) wait = until(deadline);
     if (s.disk && !s.killed) wait = std::min(wait.value_or(microseconds::max()), until(s.disk_next));
     if (s.dir_cap && !s.killed) wait = std::min(wait.value_or(microseconds::max()), microseconds(50000));
+    const auto grace = s.end_grace_over();
+    if (grace) wait = std::min(wait.value_or(microseconds::max()), until(*grace));
     timespec wait_ts{};
     if (wait) {
       wait_ts.tv_sec = static_cast<time_t>(wait->count() / 1000000);
@@ -340,15 +360,19 @@ Result Child::wait(int cancel_fd) {
     s.check_directory_cap();
     if (n == 0 && has_deadline && !s.killed && std::chrono::steady_clock::now() >= deadline) {
       s.result.timed_out = true;
-      s.kill_tree();
+      s.end_call();
       continue;
+    }
+    if (grace && std::chrono::steady_clock::now() >= *grace) {
+      s.kill_tree();  // the keeper did not answer in time: what it counted is lost
+      s.end_asked.reset();
     }
     if (fds[1].revents != 0) {
       if (!s.read_record() && (fds[1].revents & (POLLHUP | POLLERR)) != 0) channel_open = false;
     }
     if (cancel_fd >= 0 && fds[2].revents != 0 && !s.killed) {
       s.result.cancelled = true;
-      s.kill_tree();
+      s.end_call();
     }
     if (fds[0].revents != 0) break;
   }
@@ -631,6 +655,7 @@ Expected<Child> spawn(const Config& config, Begun begun) {
     int broker[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, broker) != 0)
       return sys_error("socketpair for the network broker");
+    refuse_passed_fds(broker[0]);  // before the program can send anything into it (issue 53)
     state->broker.reset(broker[0]);
     broker_inside.reset(broker[1]);
     l.broker_fd = broker[1];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -68,6 +69,31 @@ inline int received_fds(msghdr& msg, int* out) noexcept {
 inline int received_fd(msghdr& msg) noexcept {
   int fds[kMaxPassedFds];
   return received_fds(msg, fds) > 0 ? fds[0] : -1;
+}
+
+// Closes every descriptor a received message carried: what a call sends is
+// never kept.
+inline void close_received_fds(msghdr& msg) noexcept {
+  int fds[kMaxPassedFds];
+  const int n = received_fds(msg, fds);
+  for (int i = 0; i < n; ++i) ::close(fds[i]);
+}
+
+// SO_PASSRIGHTS (Linux 6.16; asm-generic's number, which x86-64 and arm64
+// use): off, a sendmsg with SCM_RIGHTS to this socket fails with EPERM, so
+// nothing a call sends can sit in a socket of Chock's.
+inline constexpr int kSoPassRights = 83;
+
+// Refuses descriptors sent to `fd`; false where the kernel has no such
+// option, and what arrives must be closed by close_received_fds.
+inline bool refuse_passed_fds(int fd) noexcept {
+#if defined(__x86_64__) || defined(__aarch64__)
+  const int off = 0;
+  return ::setsockopt(fd, SOL_SOCKET, kSoPassRights, &off, sizeof off) == 0;
+#else
+  (void)fd;
+  return false;
+#endif
 }
 
 }  // namespace chock

@@ -99,6 +99,17 @@ int mem_procs(int procs, std::size_t mib) {
   return 0;
 }
 
+// `mib` MiB touched and held for `seconds`, then a clean exit.
+int hold(std::size_t mib, unsigned seconds) {
+  auto* p = static_cast<volatile char*>(std::malloc(mib << 20));
+  if (p == nullptr) return 1;
+  for (std::size_t i = 0; i < (mib << 20); i += 4096) p[i] = 1;
+  std::puts("held");
+  std::fflush(stdout);
+  sleep(seconds);
+  return 0;
+}
+
 // Shared anonymous memory: charged to the cgroup, not counted in VmData, so
 // only memory.max stops it.
 int shm_hog(std::size_t chunk_mib) {
@@ -136,7 +147,8 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
         stderr,
-        "usage: limit-bomb fork|fd|fd-then-close|write FILE|spin|mem MiB|shm MiB|orphan FILE|raise SIG|ok\n");
+        "usage: limit-bomb fork|fd|fd-then-close|write FILE|spin|mem MiB|shm MiB|hold MiB SECONDS|orphan "
+        "FILE|raise SIG|ok\n");
     return 2;
   }
   std::string_view mode = argv[1];
@@ -148,6 +160,8 @@ int main(int argc, char** argv) {
   if (mode == "shm") return shm_hog(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 8);
   if (mode == "orphan" && argc > 2) return orphan(argv[2]);
   if (mode == "mem") return mem_hog(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 16);
+  if (mode == "hold" && argc > 3)
+    return hold(std::strtoul(argv[2], nullptr, 10), static_cast<unsigned>(std::atoi(argv[3])));
   if (mode == "mem_procs" && argc > 3)
     return mem_procs(std::atoi(argv[2]), std::strtoul(argv[3], nullptr, 10));
   // A program raising a limit's signal on itself: no limit stopped it.

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -110,14 +111,22 @@ Output run_process(const std::vector<std::string>& argv_in, const RunOptions& op
   close(in[1]);
 
   Output o;
-  auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const auto started = std::chrono::steady_clock::now();
+  auto deadline = started + options.timeout;
+  std::optional<std::chrono::steady_clock::time_point> signalled;
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   int open_count = 2;
   char buf[65536];
   while (open_count > 0) {
-    auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (remaining.count() <= 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (options.signal != 0 && !signalled && now >= started + options.signal_after) {
+      kill(pid, options.signal);
+      signalled = now;
+    }
+    auto until = deadline;
+    if (options.signal != 0 && !signalled) until = std::min(until, started + options.signal_after);
+    auto remaining = std::chrono::ceil<std::chrono::milliseconds>(until - now);
+    if (now >= deadline) {
       o.timed_out = true;
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
@@ -142,6 +151,9 @@ Output run_process(const std::vector<std::string>& argv_in, const RunOptions& op
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (signalled && !o.timed_out)
+    o.seconds_after_signal =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *signalled).count();
   if (WIFEXITED(status)) {
     o.status = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {

@@ -16,6 +16,7 @@ struct Output {
   std::string out;
   std::string err;
   bool timed_out = false;
+  double seconds_after_signal = -1;  // RunOptions::signal: from sending it to the process's end
 };
 
 struct RunOptions {
@@ -25,6 +26,8 @@ struct RunOptions {
   std::string cwd;
   std::chrono::milliseconds timeout{60000};
   std::vector<int> keep_fds;  // descriptors to leave open in the child (tests of fd hygiene)
+  int signal = 0;             // sent to the process `signal_after` its start, when not 0
+  std::chrono::milliseconds signal_after{0};
 };
 
 Output run_process(const std::vector<std::string>& argv, const RunOptions& options = {});

@@ -119,6 +119,37 @@ TEST(DnsStub, ARefusedNameIsRefusedNeverNxdomain) {
   EXPECT_EQ(map.size(), 0U);
 }
 
+// Issue 53: 261,120 names grew the host-side chock to 152 MB. Past the cap
+// a new name is refused; the names answered before it keep their addresses.
+TEST(DnsStub, ANameFloodIsRefusedPastTheCapAndEarlierNamesStillAnswer) {
+  SyntheticMap map;
+  auto policy = [](const Host& h) { return StubName{h.text.ends_with(".test"), true, true}; };
+  const auto first = stub_answer(query("www.allowed.test", 1), map, policy);
+  ASSERT_TRUE(first);
+  constexpr std::size_t kCap = 1024;  // a real program asks for hundreds
+  for (std::size_t i = 1; i < kCap; ++i) {
+    auto a = stub_answer(query("n" + std::to_string(i) + ".allowed.test", i % 2 == 0 ? 1 : 28), map, policy);
+    ASSERT_TRUE(a);
+    ASSERT_EQ(rcode(*a), 0) << i;
+  }
+  EXPECT_EQ(map.names(), kCap);
+  for (int i = 0; i < 500; ++i) {
+    auto past = stub_answer(query("past" + std::to_string(i) + ".allowed.test", 1), map, policy);
+    ASSERT_TRUE(past);
+    EXPECT_EQ(rcode(*past), 5);  // REFUSED
+    EXPECT_EQ(answers(*past), 0);
+  }
+  EXPECT_EQ(map.refused(), 500U);
+  EXPECT_EQ(map.names(), kCap);
+  // The neighbours: a name already answered, in either family, is answered as before.
+  auto again = stub_answer(query("www.allowed.test", 1), map, policy);
+  EXPECT_EQ(rcode(*again), 0);
+  EXPECT_EQ(answer_address(*again), answer_address(*first));
+  auto v6 = stub_answer(query("www.allowed.test", 28), map, policy);
+  EXPECT_EQ(rcode(*v6), 0);
+  EXPECT_EQ(answers(*v6), 1);
+}
+
 TEST(DnsStub, OnlyAAndAaaaOfClassInAreAnswered) {
   SyntheticMap map;
   for (std::uint16_t type : {15, 16, 255, 33, 12}) {  // MX, TXT, ANY, SRV, PTR

@@ -1,15 +1,21 @@
 // The host side of a filtered call, without a namespace: the splice pump
 // (both ways, half-close, every byte), the stub served from a thread, the
-// broker's refusals, a link with no original destination, and the netlink
-// messages the library carries being the ones libnftnl builds.
+// broker's refusals, a link with no original destination, what a hostile
+// call does to the broker and the stub (issue 53), and the netlink messages
+// the library carries being the ones libnftnl builds.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "net/filtered.hpp"
@@ -197,6 +203,144 @@ TEST_F(RelayOnLoopback, TheBrokerRefusesBarelyAndHandsOutNothing) {
   for (const auto& line : relay_->refusals())
     loopback |= line.find("a loopback address") != std::string::npos;
   EXPECT_TRUE(loopback);
+}
+
+// Whether this kernel refuses SCM_RIGHTS to a socket that asks
+// (SO_PASSRIGHTS, Linux 6.16), asked of the kernel, not of Chock's code.
+bool kernel_refuses_passed_fds() {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  UniqueFd a(pair[0]), b(pair[1]);
+  const int off = 0;
+  constexpr int kSoPassRightsNumber = 83;  // asm-generic/socket.h
+  return setsockopt(a.get(), SOL_SOCKET, kSoPassRightsNumber, &off, sizeof off) == 0;
+}
+
+// stop() within `deadline`; a stop that hangs fails the test and ends the
+// binary (the relay's threads could not be let go of otherwise).
+void stops_within(Relay& relay, std::chrono::milliseconds deadline) {
+  auto stopped = std::async(std::launch::async, [&relay] { relay.stop(); });
+  if (stopped.wait_for(deadline) == std::future_status::ready) return;
+  ADD_FAILURE() << "Relay::stop() did not return within " << deadline.count() << " ms";
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+std::size_t entries(const char* dir) {
+  std::size_t n = 0;
+  if (DIR* d = opendir(dir)) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.' ? 1 : 0;
+    closedir(d);
+  }
+  return n;
+}
+
+// The attack of issue 53: the broker flooded with requests whose answers
+// are never read. The relay never blocks on the call's socket: past its
+// unread answers the call loses its broker (EPIPE), with a line, and stop()
+// ends at once.
+TEST_F(RelayOnLoopback, ABrokerFloodedWithoutReadingIsClosedAndNeverBlocksTheRelay) {
+  const int inside = broker_inside_.get();
+  int error = 0;
+  std::size_t sent = 0;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < until;) {
+    if (send(inside, "nonsense", 8, MSG_DONTWAIT | MSG_NOSIGNAL) == 8) {
+      ++sent;
+    } else if (errno == EAGAIN) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      error = errno;
+      break;
+    }
+  }
+  EXPECT_EQ(error, EPIPE) << "after " << sent << " requests";
+  stops_within(*relay_, std::chrono::milliseconds(1000));
+  bool said = false;
+  for (const auto& line : relay_->refusals())
+    said |= line.starts_with("the call lost its broker (CHOCK_BROKER_FD): a program of it asked ");
+  EXPECT_TRUE(said);
+  // What it was sent before the end is still there to read, then the end
+  // (said first as a reset: the relay closed with requests it never read).
+  char answer[16];
+  std::size_t answers = 0;
+  ssize_t n = 0;
+  while ((n = recv(inside, answer, sizeof answer, MSG_DONTWAIT)) > 0 || (n < 0 && errno == ECONNRESET))
+    answers += n > 0 ? 1 : 0;
+  EXPECT_EQ(n, 0);
+  EXPECT_GT(answers, Relay::kMaxUnreadAnswers);
+}
+
+// The neighbour: a call that reads each answer is answered without end.
+TEST_F(RelayOnLoopback, ABrokerWhoseAnswersAreReadAnswersEveryRequest) {
+  int fd = 0;
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(broker("nonsense", &fd), "refused") << i;
+  relay_->stop();
+  for (const auto& line : relay_->refusals())
+    EXPECT_FALSE(line.starts_with("the call lost its broker")) << line;
+}
+
+// A descriptor sent to the broker is never kept: refused at the sender
+// where the kernel can (SO_PASSRIGHTS), else closed by the broker as it
+// arrives. Either way a pipe whose write end went that way reads its end.
+TEST_F(RelayOnLoopback, ADescriptorSentToTheBrokerIsNeverKept) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  UniqueFd read_end(p[0]), write_end(p[1]);
+  char byte = 'x';
+  iovec iov{&byte, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  FdControl control;
+  attach_fd(msg, control, write_end.get());
+  const ssize_t sent = sendmsg(broker_inside_.get(), &msg, MSG_NOSIGNAL);
+  if (kernel_refuses_passed_fds()) {
+    EXPECT_EQ(sent, -1);
+    EXPECT_EQ(errno, EPERM);
+  }
+  write_end.reset();
+  pollfd ended{read_end.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&ended, 1, 2000), 1) << "a copy of the pipe's write end is held";
+  EXPECT_EQ(read(read_end.get(), &byte, 1), 0);
+}
+
+// Once stopped, nothing of the call is left in this process: its threads
+// joined, its sockets closed (the broker's end reads as ended at once).
+TEST(RelayStop, LeavesNoThreadAndNoSocketOfTheCall) {
+  const std::size_t tasks = entries("/proc/self/task");
+  const std::size_t fds = entries("/proc/self/fd");
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  UniqueFd inside(pair[1]);
+  UniqueFd stub(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  auto judge = std::make_shared<Judge>([](const std::string&) { return Ruling{false, "deny", "", "no"}; });
+  Relay relay(judge, RelaySockets{std::move(stub), UniqueFd(), UniqueFd(), UniqueFd(pair[0])});
+  EXPECT_EQ(entries("/proc/self/task"), tasks + 2);  // the stub's and the broker's
+  send(inside.get(), "nonsense", 8, MSG_NOSIGNAL);
+  char answer[16];
+  EXPECT_EQ(recv(inside.get(), answer, sizeof answer, 0), 7);  // "refused"
+  stops_within(relay, std::chrono::milliseconds(1000));
+  EXPECT_EQ(entries("/proc/self/task"), tasks);
+  EXPECT_EQ(recv(inside.get(), answer, sizeof answer, 0), 0);
+  inside.reset();
+  EXPECT_EQ(entries("/proc/self/fd"), fds + 1);  // the relay's own eventfd, until it goes
+}
+
+TEST_F(RelayOnLoopback, ANameFloodIsRefusedPastTheCapWithALine) {
+  constexpr std::size_t kCap = 1024;  // a real program asks for hundreds
+  for (std::size_t i = 0; i < kCap + 20; ++i) {
+    const auto a = ask("n" + std::to_string(i) + ".ok.test");
+    ASSERT_GE(a.size(), 12U);
+    ASSERT_EQ(a[3] & 0xf, i < kCap ? 0 : 5) << i;
+  }
+  EXPECT_EQ(ask("n0.ok.test")[3] & 0xf, 0);  // answered before: still answered
+  relay_->stop();
+  const auto lines = relay_->refusals();
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0],
+            "the call's resolver refused 20 questions for new names: a call may ask for 1024 names, and this "
+            "one asked for more");
 }
 
 TEST(FilteredMessages, TheLibraryCarriesWhatLibnftnlBuilds) {
