@@ -179,6 +179,11 @@ class Connection {
   std::chrono::steady_clock::time_point opened_;
 };
 
+// While a rule runs for Judge::connect: the descriptor that becomes readable
+// when the connection's call is ending (a question put to the person is then
+// moot, and answered no); -1 anywhere else.
+[[nodiscard]] int rule_cancel_fd() noexcept;
+
 // The one judge every network path of Chock goes through: the action is
 // judged before anything is looked up, so a refused name is never resolved;
 // then the name is resolved by Chock, each address checked, and the address

@@ -80,9 +80,12 @@ struct Answer {
 struct Hooks {
   // Asks whoever stands for the person about `action` ("net.connect.com.example.443");
   // `what` says what would happen (escaped); `offer_always`: "always for this
-  // session" may be answered. Unset: nobody can be asked, and a rule that
-  // asks is a refusal that says which row to add.
-  using Ask = std::function<Answer(const std::string& action, const std::string& what, bool offer_always)>;
+  // session" may be answered; `cancel_fd` (or -1): readable once the call is
+  // ending (cancelled, timed out, over), when the question is moot and the
+  // answer no. Unset: nobody can be asked, and a rule that asks is a
+  // refusal that says which row to add.
+  using Ask = std::function<Answer(const std::string& action, const std::string& what, bool offer_always,
+                                   int cancel_fd)>;
   Ask ask;
   // Chock's own lines ("session 2m3xk9ab (git worktree of /p); ..."), one
   // at a time, without the "chock: " prefix; anything a call wrote in them

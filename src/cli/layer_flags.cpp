@@ -1,6 +1,9 @@
 #include "cli/layer_flags.hpp"
 
+#include <poll.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,12 +25,25 @@ void add_layer_flags(CLI::App& sub, config::LayerOptions& options) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-Answer ask_terminal(const std::string& action, const std::string& what, bool offer_always) {
+Answer ask_terminal(const std::string& action, const std::string& what, bool offer_always, int cancel_fd) {
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
     return {false, false, policy::nobody_to_ask(action)};
   std::fprintf(stderr, "chock: %s\nchock: %s asks: go ahead? [y]es, [n]o%s: ", what.c_str(), action.c_str(),
                offer_always ? ", [a]lways for this session" : "");
   std::fflush(stderr);
+  // A line typed, or the call's end (a timeout, Ctrl-C): never a wait past it.
+  for (;;) {
+    pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    if (::poll(p, cancel_fd >= 0 ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      return {false, false, "no answer was given"};
+    }
+    if (cancel_fd >= 0 && p[1].revents != 0) {
+      std::fprintf(stderr, "\n");
+      return {false, false, "the call was ending before the question was answered"};
+    }
+    if (p[0].revents != 0) break;
+  }
   std::string line;
   if (!std::getline(std::cin, line)) return {false, false, "no answer was given"};
   if (line == "y" || line == "Y" || line == "yes") return {true, false, ""};
@@ -37,8 +53,8 @@ Answer ask_terminal(const std::string& action, const std::string& what, bool off
 
 session::Hooks::Ask terminal_ask() {
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0) return nullptr;
-  return [](const std::string& action, const std::string& what, bool offer_always) {
-    return ask_terminal(action, what, offer_always);
+  return [](const std::string& action, const std::string& what, bool offer_always, int cancel_fd) {
+    return ask_terminal(action, what, offer_always, cancel_fd);
   };
 }
 

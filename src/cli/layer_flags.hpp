@@ -18,8 +18,9 @@ void add_layer_flags(CLI::App& sub, config::LayerOptions& options);
 // and always for this session, unless `offer_always` is false). `what` says
 // what would happen; it is printed as it is, so escape what a call wrote.
 using Answer = session::Answer;
+// `cancel_fd` (or -1): readable, the question is moot (the call is ending) and the answer no.
 [[nodiscard]] Answer ask_terminal(const std::string& action, const std::string& what,
-                                  bool offer_always = true);
+                                  bool offer_always = true, int cancel_fd = -1);
 
 // ask_terminal where stdin and stderr are a terminal, else unset (nobody to ask).
 [[nodiscard]] session::Hooks::Ask terminal_ask();

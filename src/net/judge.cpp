@@ -27,10 +27,24 @@ nlohmann::json texts(const std::vector<sockaddr_storage>& addresses) {
 Judge::Judge(RuleFn rule, JudgeOptions options)
     : rule_(std::move(rule)), options_(std::move(options)), own_(own_addresses()) {}
 
+namespace {
+
+// What ends a question the rule may put to the person: the connection's
+// cancel (its call is ending), for the thread that asks.
+thread_local int g_rule_cancel_fd = -1;
+
+}  // namespace
+
+int rule_cancel_fd() noexcept {
+  return g_rule_cancel_fd;
+}
+
 Verdict Judge::judge(const Host& host, std::string action, int cancel_fd) {
   Verdict v;
   v.action = std::move(action);
+  g_rule_cancel_fd = cancel_fd;
   v.ruling = rule(v.action);
+  g_rule_cancel_fd = -1;
   if (!v.ruling.allowed) {
     v.refusal = !v.ruling.refusal.empty() ? v.ruling.refusal : v.action + " is " + v.ruling.decision;
     return v;

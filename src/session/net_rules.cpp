@@ -43,7 +43,7 @@ net::Ruling NetRules::ask(const std::string& action, const std::string& what) {
     return r;
   }
   // `always` is offered only where there is a session to keep it in.
-  const Answer said = ask_(action, what, session_);
+  const Answer said = ask_(action, what, session_, net::rule_cancel_fd());
   r.allowed = said.approved;
   r.refusal = said.refusal;
   if (said.approved)

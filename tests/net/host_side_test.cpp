@@ -194,5 +194,49 @@ TEST(HostSide, TimeoutAndSignalsEndChockWithinTwoSecondsInEveryState) {
   }
 }
 
+// A question pending at the person's terminal (a name no rule answers asks)
+// is answered no by the call's end: --timeout and Ctrl-C end chock in time
+// while nobody answers. (script(1) gives chock a terminal.)
+TEST(HostSide, AQuestionPendingAtTheTerminalEndsWithTheCall) {
+  CHOCK_NEED_WORLD();
+  if (run_process({"script", "--version"}).status != 0)
+    GTEST_SKIP() << "script(1) is not installed (util-linux)";
+  auto quoted = [](const std::string& a) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  auto on_terminal = [&](const std::string& flags, const std::string& typed_after_3s) {
+    std::string command = quoted(chock_binary());
+    for (const auto& a : sandbox_args("curl -sS http://other.chock.test/; sleep 100", {}))
+      command += " " + (a == "--" ? flags + " --" : quoted(a));
+    // How long chock ran, measured on the terminal's side: script(1) itself
+    // waits for its input to end.
+    const std::string timed = "t0=$(date +%s%N); " + command +
+                              "; echo \"chock-ended-after $(( ($(date +%s%N) - t0) / 1000000 )) ms\"";
+    RunOptions o;
+    o.timeout = milliseconds(30000);
+    Output out = run_process(
+        {"sh", "-c",
+         "(sleep 3; printf '" + typed_after_3s + "'; sleep 5) | script -qec " + quoted(timed) + " /dev/null"},
+        o);
+    return std::pair{out, number_after(out.out, "chock-ended-after ") / 1000};
+  };
+  const auto [timed, timed_s] = on_terminal("--timeout 3", "");
+  EXPECT_FALSE(timed.timed_out) << timed.out;
+  EXPECT_TRUE(has(timed.out, "net.connect.test.chock.other.80 asks: go ahead?")) << timed.out;
+  EXPECT_TRUE(has(timed.out, "chock: the call ran past its timeout")) << timed.out;
+  EXPECT_GT(timed_s, 2.9) << timed.out;
+  EXPECT_LT(timed_s, 5.0) << timed.out;
+  std::printf("host-side: a question pending: --timeout 3 ended chock after %.3f s\n", timed_s);
+  const auto [interrupted, interrupted_s] = on_terminal("", "\\003");
+  EXPECT_FALSE(interrupted.timed_out) << interrupted.out;
+  EXPECT_TRUE(has(interrupted.out, "asks: go ahead?")) << interrupted.out;
+  EXPECT_TRUE(has(interrupted.out, "chock: the call was cancelled")) << interrupted.out;
+  EXPECT_GT(interrupted_s, 2.9) << interrupted.out;
+  EXPECT_LT(interrupted_s, 5.0) << interrupted.out;
+  std::printf("host-side: a question pending: Ctrl-C after 3 s ended chock after %.3f s\n", interrupted_s);
+}
+
 }  // namespace
 }  // namespace chock::test
