@@ -36,6 +36,7 @@ int generate(const char* path) {
   for (const auto& v : variants)
     if (!emit(v.name, chock::seccomp::compile(v.options))) return 1;
   if (!emit("kEmbeddedKeepUid", chock::seccomp::compile_keep_uid())) return 1;
+  if (!emit("kEmbeddedFetcher", chock::seccomp::compile_fetcher())) return 1;
   return std::fclose(out) == 0 ? 0 : 1;
 }
 

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "sandbox/seccomp.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
+#include "util/json.hpp"
 
 namespace chock::cli {
 
@@ -39,6 +41,24 @@ Expected<std::string> find_hop_program() {
 }
 
 Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& request) {
+  // Chock dials the address it checked; the fetcher has no network of its own.
+  const auto started = std::chrono::steady_clock::now();
+  auto dialled = net::dial(request.address, request.url.port, request.connect_deadline);
+  // The fetcher gets what the dial left of the deadline.
+  const auto deadline = request.deadline - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - started);
+  if (!dialled || deadline.count() <= 0) {
+    HopAnswer failed;
+    failed.error = !dialled ? dialled.error().message()
+                            : "no answer within " + std::to_string(request.deadline.count()) + " ms";
+    return failed;
+  }
+  UniqueFd dialled_fd(*dialled);
+  // Above the descriptors the fetcher gets (1, 3, 4, 5), so no dup2 of the
+  // spawn overwrites it before its own.
+  UniqueFd connected(::fcntl(dialled_fd.get(), F_DUPFD_CLOEXEC, 10));
+  if (!connected) return sys_error("fetch: dup the socket");
+  dialled_fd.reset();
   int body_pipe[2], meta_pipe[2];
   if (::pipe2(body_pipe, O_CLOEXEC) != 0) return sys_error("fetch: pipe");
   UniqueFd body_read(body_pipe[0]), body_write(body_pipe[1]);
@@ -51,7 +71,7 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
                                          std::to_string(request.url.port),
                                          std::to_string(request.max_bytes),
                                          std::to_string(request.connect_deadline.count()),
-                                         std::to_string(request.deadline.count()),
+                                         std::to_string(deadline.count()),
                                          request.text ? "1" : "0",
                                          request.authorization.empty() ? "0" : "1"};
   UniqueFd secret_read;
@@ -75,6 +95,7 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
   posix_spawn_file_actions_adddup2(&actions, body_write.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, meta_write.get(), 3);
   if (secret_read) posix_spawn_file_actions_adddup2(&actions, secret_read.get(), 4);
+  posix_spawn_file_actions_adddup2(&actions, connected.get(), seccomp::kFetcherSocketFd);
   pid_t pid = -1;
   const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
@@ -82,10 +103,11 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
   body_write.reset();
   meta_write.reset();
   secret_read.reset();
+  connected.reset();
 
   HopAnswer answer;
   std::string meta;
-  const auto until = std::chrono::steady_clock::now() + request.deadline + std::chrono::seconds(5);
+  const auto until = std::chrono::steady_clock::now() + deadline + std::chrono::seconds(5);
   bool late = false;
   char buffer[65536];
   for (int open = 2; open > 0;) {
@@ -121,7 +143,9 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
     answer.body.clear();
     return answer;
   }
-  nlohmann::json m = nlohmann::json::parse(meta, nullptr, false);
+  // What the fetcher reports is read as a server's words might be: it parsed them.
+  auto parsed = parse_json(meta);
+  const nlohmann::json m = parsed ? std::move(*parsed) : nlohmann::json();
   if (!m.is_object()) {
     answer.error = "the fetcher ended without saying what happened (" +
                    std::string(WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))

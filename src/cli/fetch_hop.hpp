@@ -43,9 +43,11 @@ struct HopAnswer {
 // The directory of the running chock binary (where its companions are).
 [[nodiscard]] std::string dir_of_self();
 
-// Runs the program with an empty environment (no proxy, CA or key-log
-// variables reach libcurl or OpenSSL) and nothing but the two pipes open,
-// killed if it outlives the deadline by five seconds.
+// Dials the request's address (within its connect deadline) and runs the
+// program on that socket, with an empty environment (no proxy, CA or
+// key-log variables reach libcurl or OpenSSL) and nothing but the socket and
+// the pipes open, killed if it outlives the deadline by five seconds. A
+// failed dial is an answer with an error, as a failed fetch is.
 [[nodiscard]] Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& request);
 
 }  // namespace chock::cli

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "util/json.hpp"
 #include "util/split.hpp"
 
 namespace chock::cli {
@@ -56,7 +57,7 @@ int JsonCapture::finish(int status) {
   finished_ = true;
   restore();
   const nlohmann::json lines = output_lines(chock_.head);
-  nlohmann::json result = nlohmann::json::parse(result_, nullptr, false);
+  auto result = parse_json(result_);
   nlohmann::json j{{"session", session_.empty() ? nlohmann::json(nullptr) : nlohmann::json(session_)},
                    {"exit_status", status},
                    {"stdout", out_.head},
@@ -64,7 +65,7 @@ int JsonCapture::finish(int status) {
                    {"stderr", err_.head},
                    {"stderr_bytes_cut", err_.total - err_.head.size()},
                    {"chock", lines},
-                   {"result", result.is_discarded() ? nlohmann::json(nullptr) : result}};
+                   {"result", result ? std::move(*result) : nlohmann::json(nullptr)}};
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return status;
 }

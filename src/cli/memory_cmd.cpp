@@ -29,6 +29,7 @@
 #include "util/escape.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
+#include "util/json.hpp"
 #include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 
@@ -90,15 +91,17 @@ Expected<nlohmann::json> run_tool(const std::string& dir, const std::vector<std:
   for (ssize_t n; (n = ::read(out_read.get(), buf, sizeof buf)) > 0;)
     answer.append(buf, static_cast<std::size_t>(n));
   const Result r = child->wait();
-  auto j = nlohmann::json::parse(answer, nullptr, false);
-  if (!j.is_object()) {
+  auto j = parse_json(answer);
+  if (!j && j.error().kind == Errc::hostile_content)
+    return Error{"the memory tool's answer is " + j.error().what, ""};
+  if (!j || !j->is_object()) {
     if (r.setup_failure)
       return Error{"the memory tool's sandbox failed at " + r.setup_failure->step, r.setup_failure->detail,
                    r.setup_failure->code};
     return Error{"the memory tool ended without an answer (status " + std::to_string(r.exit_status()) + ")",
                  ""};
   }
-  if (j.contains("error")) return Error{j.value("error", std::string()), "", 0, Errc::bad_config};
+  if (j->contains("error")) return Error{j->value("error", std::string()), "", 0, Errc::bad_config};
   return j;
 }
 

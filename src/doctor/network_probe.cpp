@@ -7,12 +7,21 @@
 #include "chock/net.hpp"
 #include "chock/sandbox.hpp"
 #include "doctor/probes.hpp"
+#include "sandbox/etc_overlay.hpp"
 
 namespace chock::doctor {
 
 namespace {
 
 constexpr const char* kProbeName = "doctor-probe.chock.invalid";
+
+// "/etc/hostname, /etc/hosts and /etc/resolv.conf"
+std::string listed(const std::vector<std::string>& paths) {
+  std::string out;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == paths.size() ? " and " : ", ") + paths[i];
+  return out;
+}
 
 }  // namespace
 
@@ -26,10 +35,20 @@ std::vector<Row> filtered_network_rows() {
     return net::Ruling{false, "deny", "chock doctor", action + " is refused by chock doctor's probe"};
   });
   Row filtered = make_row("filtered network", Level::ok, false, "");
+  // A container's files mounted in /etc cannot be under an overlay: named in
+  // the row, whichever way the call went.
+  const std::vector<std::string> below = sandbox::mounts_below_etc();
+  const std::string mounts =
+      below.empty() ? "" : "the host mounts " + listed(below) + " in /etc, which an overlay cannot take";
   Row files =
       make_row("resolver files", Level::ok, false,
-               "a filtered call's /etc is an overlay: Chock's resolv.conf (nameserver 127.0.0.53), hosts "
-               "and nsswitch.conf over the host's /etc, nothing written to the host");
+               below.empty() ? "a filtered call's /etc is an overlay: Chock's resolv.conf (nameserver "
+                               "127.0.0.53), hosts and nsswitch.conf over the host's /etc, nothing "
+                               "written to the host"
+                             : mounts +
+                                   ": a filtered call's /etc is a tmpfs of Chock's with its resolv.conf "
+                                   "(nameserver 127.0.0.53), hosts and nsswitch.conf and the host's other "
+                                   "entries bound in, nothing written to the host");
   auto r = run(c);
   if (!r) {
     filtered = make_row("filtered network", Level::off, false,
@@ -44,9 +63,10 @@ std::vector<Row> filtered_network_rows() {
     const std::string step =
         f.step + ": " + errno_name(f.code) + (f.detail.empty() ? "" : " (" + f.detail + ")");
     if (f.detail.rfind("/etc", 0) == 0) {
-      files = make_row(
-          "resolver files", Level::off, false,
-          "rootless overlayfs over /etc failed (" + step + "): a filtered call refuses on this machine");
+      files = make_row("resolver files", Level::off, false,
+                       (below.empty() ? "rootless overlayfs over /etc failed (" + step + ")"
+                                      : "a filtered call's /etc failed (" + step + "; " + mounts + ")") +
+                           ": a filtered call refuses on this machine");
       filtered = make_row("filtered network", Level::off, false, "needs the resolver files row");
     } else {
       filtered =

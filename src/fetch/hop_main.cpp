@@ -1,12 +1,14 @@
-// chock-fetch-hop: one HTTP(S) GET for `chock fetch`, at an address Chock
-// already judged and checked. Chock (a static binary) judges, resolves and
-// follows redirects; this small program holds libcurl, and confines itself
-// first: it writes no file and connects to one TCP port only, so the bytes
-// of the web (TLS, compressed bodies, HTML) are parsed where they can reach
-// nothing. It never resolves a name: libcurl is told to connect to the
-// address literal whatever the URL says.
+// chock-fetch-hop: one HTTP(S) GET for `chock fetch`, on a socket Chock
+// dialled to the address it judged and checked (fd 5). Chock (a static
+// binary) judges, resolves, dials and follows redirects; this small program
+// holds libcurl, and confines itself first (sandbox/fetcher_confinement.hpp):
+// it writes no file, reads only the CA store and its own libraries, and has
+// no network but that socket, so the bytes of the web (TLS, compressed
+// bodies, HTML) are parsed where they can reach nothing. It never resolves
+// a name: libcurl is told the address literal whatever the URL says, and
+// takes the socket as already connected.
 //
-//   chock-fetch-hop URL ADDRESS PORT MAX_BYTES CONNECT_MS TOTAL_MS TEXT
+//   chock-fetch-hop URL ADDRESS PORT MAX_BYTES CONNECT_MS TOTAL_MS TEXT CREDENTIAL
 //
 // The body (or its text, with TEXT=1) goes to fd 1 unless the answer is a
 // redirect; one JSON line on fd 3 says what happened.
@@ -20,7 +22,8 @@
 #include <string>
 
 #include "fetch/html_text.hpp"
-#include "sandbox/landlock.hpp"
+#include "sandbox/fetcher_confinement.hpp"
+#include "sandbox/seccomp.hpp"
 #include "util/io.hpp"
 
 namespace {
@@ -65,6 +68,18 @@ bool is_text(const std::string& type) {
          type.find("xml") != std::string::npos || type.find("javascript") != std::string::npos;
 }
 
+// libcurl's one socket is the one chock handed over; a second (a retry) is none.
+curl_socket_t given_socket(void* given, curlsocktype /*purpose*/, curl_sockaddr* /*address*/) {
+  auto* fd = static_cast<int*>(given);
+  const int first = *fd;
+  *fd = CURL_SOCKET_BAD;
+  return first;
+}
+
+int already_connected(void* /*unused*/, curl_socket_t /*unused*/, curlsocktype /*unused*/) {
+  return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
+
 }  // namespace
 
 namespace {
@@ -103,15 +118,21 @@ int fetch_one(int argc, char** argv) {
     meta["error"] = "libcurl did not start";
     return report(meta);
   }
-  // libcurl loads what it needs (CA bundle aside) at init; confine before the first byte.
-  auto confined = chock::landlock::confine_to_port(port);
+  CURL* curl = curl_easy_init();
+  // libcurl and OpenSSL load what they need at init but the CA store, read
+  // during the handshake: granted by name, then nothing else.
+  char* ca_file = nullptr;
+  char* ca_path = nullptr;
+  curl_easy_getinfo(curl, CURLINFO_CAINFO, &ca_file);
+  curl_easy_getinfo(curl, CURLINFO_CAPATH, &ca_path);
+  auto confined =
+      chock::sandbox::confine_fetcher(ca_file != nullptr ? ca_file : "", ca_path != nullptr ? ca_path : "");
   if (!confined) {
     meta["error"] = confined.error().message();
+    curl_easy_cleanup(curl);
     return report(meta);
   }
-  meta["port_confined"] = *confined;
-
-  CURL* curl = curl_easy_init();
+  meta["landlock_abi"] = *confined;
   Body body;
   body.max = max_bytes;
   const std::string target = address.find(':') != std::string::npos ? "[" + address + "]" : address;
@@ -123,6 +144,10 @@ int fetch_one(int argc, char** argv) {
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_CONNECT_TO, connect_list);
+  int given = chock::seccomp::kFetcherSocketFd;
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, given_socket);
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, &given);
+  curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, already_connected);
   if (request_headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, request_headers);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);

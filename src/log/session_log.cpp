@@ -19,6 +19,7 @@
 
 #include "chock/workspace.hpp"
 #include "util/io.hpp"
+#include "util/json.hpp"
 #include "util/passwd.hpp"
 #include "util/sha256.hpp"
 
@@ -112,8 +113,9 @@ bool is_sha256_hex(const std::string& text) {
 
 std::optional<Head> parse_head(const std::string& text) {
   if (text.size() > kMaxHeadBytes) return std::nullopt;
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto parsed = parse_json(text);
+  if (!parsed || !parsed->is_object()) return std::nullopt;
+  const nlohmann::json& j = *parsed;
   auto lines = j.find("lines");
   auto last = j.find("last");
   if (lines == j.end() || !lines->is_number_unsigned() || last == j.end() || !last->is_string())
@@ -180,9 +182,9 @@ Expected<Tail> read_tail(int fd, const std::string& path) {
 // chains from its bytes.
 bool closed_cut_line(std::string_view line, std::string_view rest, std::size_t number) {
   const std::string_view next = rest.substr(0, rest.find('\n'));
-  auto j = nlohmann::json::parse(next, nullptr, false);
-  return !j.is_discarded() && j.is_object() && j.contains("torn_line") && j["torn_line"] == number &&
-         j.contains("prev") && j["prev"] == sha256_hex(line);
+  auto j = parse_json(next);
+  return j && j->is_object() && j->contains("torn_line") && (*j)["torn_line"] == number &&
+         j->contains("prev") && (*j)["prev"] == sha256_hex(line);
 }
 
 bool is_event_name(std::string_view event) {
@@ -208,8 +210,9 @@ std::string line_problem(std::size_t line, const std::string& what) {
 // the chain. `session` is line 1's, and is set by line 1.
 std::optional<std::string> line_fault(std::string_view line, std::size_t number,
                                       const std::string& expected_prev, std::string& session) {
-  auto j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded()) return line_problem(number, "not JSON");
+  auto parsed = parse_json(line);
+  if (!parsed) return line_problem(number, parsed.error().what);
+  nlohmann::json& j = *parsed;
   if (!j.is_object()) return line_problem(number, "not a JSON object");
   for (const char* field : {"ts", "event", "session", "prev"}) {
     if (!j.contains(field) || !j[field].is_string())
@@ -357,9 +360,8 @@ Expected<void> SessionLog::append(std::span<const Entry> entries) {
   } else {
     // One line past the head: a writer stopped between its line and its head
     // file. Anything else means lines were removed or edited.
-    auto last = nlohmann::json::parse(last_line.value_or(""), nullptr, false);
-    bool follows_head =
-        !last.is_discarded() && last.is_object() && last.contains("prev") && last["prev"] == head.last;
+    auto last = parse_json(last_line.value_or(""));
+    bool follows_head = last && last->is_object() && last->contains("prev") && (*last)["prev"] == head.last;
     if (!follows_head)
       return Error{
           "session log does not agree with its head file (lines were removed or edited); "

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "util/fd.hpp"
+#include "util/json.hpp"
 #include "util/split.hpp"
 #include "util/syscalls.hpp"
 
@@ -461,8 +462,10 @@ Json file_tool(const Json& request, const std::string& project) {
 int file_tool_main() {
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   const char* project = std::getenv("CHOCK_PROJECT");
+  auto request = parse_json(input);
   Json answer = project == nullptr ? error_of("CHOCK_PROJECT is not set: the file tool runs inside a call")
-                                   : file_tool(Json::parse(input, nullptr, false), project);
+                : !request         ? error_of("the request is " + request.error().what)
+                                   : file_tool(*request, project);
   std::cout << answer.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
   return answer.contains("error") ? 1 : 0;
 }

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
+
+#include "util/json.hpp"
 
 namespace chock::mcp {
 
@@ -20,8 +23,9 @@ Parsed fail(const Json& id, int error_code, const std::string& why) {
 
 Parsed parse_line(std::string_view line) {
   if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return {};
-  Json j = Json::parse(line, nullptr, false);
-  if (j.is_discarded()) return fail(nullptr, code::parse_error, "the line is not JSON");
+  auto parsed = parse_json(line);
+  if (!parsed) return fail(nullptr, code::parse_error, "the line is " + parsed.error().what);
+  Json j = std::move(*parsed);
   if (j.is_array())
     return fail(nullptr, code::invalid_request, "a batch (JSON array) is not accepted: one message a line");
   if (!j.is_object()) return fail(nullptr, code::invalid_request, "a message is a JSON object");

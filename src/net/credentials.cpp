@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chock/workspace.hpp"
+#include "util/json.hpp"
 #include "workspace/fs.hpp"
 
 namespace chock::net {
@@ -25,8 +26,9 @@ Expected<nlohmann::json> load(const std::string& path) {
         "the credential store is readable by others or not yours (it must be mode 0600): refusing it", path};
   auto text = workspace::fs::read_file_nofollow(path, kMaxFileBytes);
   if (!text) return std::move(text).error();
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object()) return Error{"the credential store is not a JSON object", path};
+  auto j = parse_json(*text);
+  if (!j) return Error{"the credential store is " + j.error().what, path};
+  if (!j->is_object()) return Error{"the credential store is not a JSON object", path};
   return j;
 }
 

@@ -26,7 +26,6 @@ namespace {
 
 constexpr unsigned kCreateRulesetVersion = 1U << 0;
 constexpr int kRulePathBeneath = 1;
-constexpr int kRuleNetPort = 2;                   // ABI 4
 constexpr std::uint64_t kNetBindTcp = 1ULL << 0;  // ABI 4
 constexpr std::uint64_t kNetConnectTcp = 1ULL << 1;
 
@@ -39,10 +38,6 @@ struct RulesetAttr {
 struct __attribute__((packed)) PathBeneathAttr {
   std::uint64_t allowed_access;
   std::int32_t parent_fd;
-};
-struct NetPortAttr {
-  std::uint64_t allowed_access;
-  std::uint64_t port;
 };
 
 constexpr std::array<std::pair<std::uint64_t, const char*>, 16> kRightNames = {{
@@ -163,7 +158,7 @@ Expected<Prepared> prepare_for(int abi, int probe_errno, std::vector<Rule> rules
                    rule.path, 0, Errc::bad_config};
     }
   }
-  return Prepared{abi, handled, scopes(abi), std::move(rules)};
+  return Prepared{abi, handled, scopes(abi), std::move(rules), 0};
 }
 
 bool apply(const Prepared& prepared, Failure* failure) noexcept {
@@ -173,7 +168,7 @@ bool apply(const Prepared& prepared, Failure* failure) noexcept {
   };
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("no_new_privs", -1);
 
-  RulesetAttr attr{prepared.handled, 0, prepared.scoped};
+  RulesetAttr attr{prepared.handled, prepared.handled_net, prepared.scoped};
   // A kernel before ABI 6 knows only a prefix of the struct; send just that.
   const std::size_t size = prepared.abi >= 6 ? sizeof attr : prepared.abi >= 4 ? 16 : 8;
   const int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0));
@@ -225,33 +220,17 @@ chock::LandlockReport report(const Prepared& prepared) {
   return out;
 }
 
-Expected<bool> confine_to_port(std::uint16_t port) {
-  const int abi = probe_abi();
-  if (abi < 1)
-    return Error{"confine the fetcher", "Landlock is not available", 0, Errc::landlock_unavailable};
-  // Every right but reading and executing is handled, and no rule grants one.
-  const std::uint64_t writes = fs_rights(abi) & ~(right::execute | right::read_file | right::read_dir);
-  RulesetAttr attr{writes, abi >= 4 ? kNetBindTcp | kNetConnectTcp : 0, 0};
-  const std::size_t size =
-      abi >= 4 ? offsetof(RulesetAttr, scoped) : offsetof(RulesetAttr, handled_access_net);
-  const long ruleset = ::syscall(SYS_landlock_create_ruleset, &attr, size, 0U);
-  if (ruleset < 0) return sys_error("confine the fetcher: landlock_create_ruleset");
-  const int fd = static_cast<int>(ruleset);
-  if (abi >= 4) {
-    NetPortAttr rule{kNetConnectTcp, port};
-    if (::syscall(SYS_landlock_add_rule, fd, kRuleNetPort, &rule, 0U) != 0) {
-      Error e = sys_error("confine the fetcher: landlock_add_rule (port)");
-      ::close(fd);
-      return e;
-    }
+Expected<Prepared> confine_fetcher(std::vector<Rule> reads) {
+  auto prepared = prepare(std::move(reads));
+  if (!prepared) return Error{"confine the fetcher: " + prepared.error().what, "", 0, prepared.error().kind};
+  if (prepared->abi >= 4) prepared->handled_net = kNetBindTcp | kNetConnectTcp;
+  Failure failure{};
+  if (!apply(*prepared, &failure)) {
+    const std::string path =
+        failure.rule >= 0 ? prepared->rules[static_cast<std::size_t>(failure.rule)].path : "";
+    return Error{std::string("confine the fetcher: ") + failure.step, path, failure.error};
   }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::syscall(SYS_landlock_restrict_self, fd, 0U) != 0) {
-    Error e = sys_error("confine the fetcher: landlock_restrict_self");
-    ::close(fd);
-    return e;
-  }
-  ::close(fd);
-  return abi >= 4;
+  return prepared;
 }
 
 }  // namespace chock::landlock

@@ -60,6 +60,7 @@ struct Prepared {
   std::uint64_t handled;
   std::uint64_t scoped;
   std::vector<Rule> rules;
+  std::uint64_t handled_net = 0;  // TCP bind and connect (ABI 4+); no rule grants a port
 };
 
 // Errc::landlock_unavailable, "Landlock is not available on this kernel
@@ -81,10 +82,11 @@ bool apply(const Prepared& prepared, Failure* failure) noexcept;
 
 chock::LandlockReport report(const Prepared& prepared);
 
-// The fetcher (chock-fetch-hop) confines itself before it reads a byte from
-// the web: no file written, created or removed anywhere, and (ABI 4 and
-// later) TCP connections to `port` only, no bind. True when the port rule
-// is in force, false on a kernel older than ABI 4.
-Expected<bool> confine_to_port(std::uint16_t port);
+// The fetcher (chock-fetch-hop) confines this thread before it reads a byte
+// from the web: every filesystem right handled and only `reads` granted
+// (nothing written anywhere), TCP bind and connect handled with no port
+// allowed (ABI 4+: it was handed its one connected socket), abstract unix
+// sockets and signals scoped (ABI 6+). What was applied.
+Expected<Prepared> confine_fetcher(std::vector<Rule> reads);
 
 }  // namespace chock::landlock

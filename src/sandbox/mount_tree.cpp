@@ -304,6 +304,12 @@ bool run_op(MountOp& op, int root) noexcept {
       op.source_fd = -1;
       return ok;
     }
+    case MountOp::Kind::etc_tree: {
+      bool ok = make_etc_tree(op, op.source_fd);
+      close_keeping_errno(op.source_fd);
+      op.source_fd = -1;
+      return ok;
+    }
     case MountOp::Kind::symlink:  // only Chock's own: the toolchain's and /dev's
       return symlinkat(op.source.c_str(), AT_FDCWD, op.target.c_str()) == 0;
     case MountOp::Kind::tmpfs:
@@ -381,8 +387,8 @@ bool build_mount_tree(MountPlan& plan, int channel, StepFailure* failure) noexce
   // Every source is opened before the new root hides the host's paths.
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     MountOp& op = plan.ops[i];
-    if (op.kind == MountOp::Kind::etc_overlay) {
-      op.source_fd = make_etc_overlay(op);
+    if (op.kind == MountOp::Kind::etc_overlay || op.kind == MountOp::Kind::etc_tree) {
+      op.source_fd = op.kind == MountOp::Kind::etc_overlay ? make_etc_overlay(op) : open_host_etc();
       if (op.source_fd < 0) return fail(failure, Step::mount_tree, static_cast<int>(i));
       continue;
     }

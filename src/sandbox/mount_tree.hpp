@@ -35,6 +35,7 @@ struct MountOp {
     cover,        // the deny notice over the file at `target`
     overlay,      // overlayfs: lower `source`, `upper`, `work`, read-write at `target`
     etc_overlay,  // a filtered call's /etc: Chock's resolver files over the host's (etc_overlay.hpp)
+    etc_tree,     // the same where the host mounts in /etc: a tmpfs of Chock's with the host's entries
     file,         // a file of Chock's own holding `bytes`, written into the new root
   };
   Kind kind = Kind::bind;

@@ -49,6 +49,14 @@ Expected<Program> keep_uid() {
 #endif
 }
 
+Expected<Program> fetcher() {
+#ifdef CHOCK_SECCOMP_EMBEDDED
+  return copy_of(kEmbeddedFetcher);
+#else
+  return compile_fetcher();
+#endif
+}
+
 bool join_fresh_session_keyring(int* error) noexcept {
   if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) >= 0 || errno == ENOSYS) return true;
   if (error != nullptr) *error = errno;

@@ -21,6 +21,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "util/fd.hpp"
 #include "util/syscalls.hpp"
@@ -199,6 +201,44 @@ Expected<Program> compile_keep_uid() {
   for (int nr : {SCMP_SYS(setuid), SCMP_SYS(setreuid), SCMP_SYS(setresuid), SCMP_SYS(setfsuid)})
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), nr, 0); rc < 0)
       return libseccomp_error("add rule", rc, "setuid");
+  return export_program(ctx.get());
+}
+
+Expected<Program> compile_fetcher() {
+  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return Error{"build seccomp filter: seccomp_init failed", "", ENOMEM};
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc < 0)
+    return libseccomp_error("set attribute", rc, "bad arch");
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0); rc < 0)  // Landlock set it first
+    return libseccomp_error("set attribute", rc, "no_new_privs");
+  const std::uint32_t refuse = SCMP_ACT_ERRNO(EPERM);
+  // The whole descriptor is compared: one with high bits set is some other
+  // number here (refused) and fd 5 to the kernel, which is still never connected.
+  if (auto r = add(ctx.get(), SCMP_ACT_ERRNO(EINPROGRESS), SCMP_SYS(connect), "connect",
+                   {scmp_arg_cmp{0, SCMP_CMP_EQ, kFetcherSocketFd, 0}});
+      !r)
+    return r.error();
+  if (auto r = add(ctx.get(), refuse, SCMP_SYS(connect), "connect",
+                   {scmp_arg_cmp{0, SCMP_CMP_NE, kFetcherSocketFd, 0}});
+      !r)
+    return r.error();
+  for (const auto& [nr, name] : {std::pair{SCMP_SYS(socket), "socket"},
+                                 {SCMP_SYS(bind), "bind"},
+                                 {SCMP_SYS(listen), "listen"},
+                                 {SCMP_SYS(io_uring_setup), "io_uring_setup"},
+                                 {SCMP_SYS(io_uring_enter), "io_uring_enter"},
+                                 {SCMP_SYS(io_uring_register), "io_uring_register"},
+                                 {SCMP_SYS(pidfd_getfd), "pidfd_getfd"}})
+    if (auto r = add(ctx.get(), refuse, nr, name); !r) return r.error();
+  if (auto r = add(ctx.get(), refuse, SCMP_SYS(socketpair), "socketpair",
+                   {scmp_arg_cmp{0, SCMP_CMP_NE, AF_UNIX, 0}});
+      !r)
+    return r.error();
+  // The flags argument: sendto's fourth, sendmsg's third, sendmmsg's fourth.
+  for (const auto& [nr, name, arg] : {std::tuple{SCMP_SYS(sendto), "sendto", 3U},
+                                      {SCMP_SYS(sendmsg), "sendmsg", 2U},
+                                      {SCMP_SYS(sendmmsg), "sendmmsg", 3U}})
+    if (auto r = add(ctx.get(), refuse, nr, name, {low32_has_bits(arg, MSG_FASTOPEN)}); !r) return r.error();
   return export_program(ctx.get());
 }
 

@@ -16,6 +16,7 @@
 #include "chock/workspace.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
+#include "util/json.hpp"
 #include "util/sha256.hpp"
 #include "util/split.hpp"
 #include "util/store_path.hpp"
@@ -143,7 +144,9 @@ Json to_json(const DevShell& shell, const std::string& key) {
 std::optional<DevShell> read_answer(const std::string& file, const std::string& key) {
   auto text = fs::read_file_nofollow(file, kMaxAnswer);
   if (!text) return std::nullopt;
-  Json j = Json::parse(*text, nullptr, false);
+  auto parsed = parse_json(*text);
+  if (!parsed) return std::nullopt;
+  Json& j = *parsed;
   if (!j.is_object() || j.value("key", "") != key || !j["store_paths"].is_array() ||
       !j["variables"].is_object())
     return std::nullopt;
@@ -169,7 +172,8 @@ std::optional<DevShell> read_answer(const std::string& file, const std::string& 
 // Nix's --json answer: the exported string variables the shell sets.
 Expected<std::vector<std::pair<std::string, std::string>>> shell_variables(const std::string& answer,
                                                                            const std::string& source) {
-  Json j = Json::parse(answer, nullptr, false);
+  auto parsed = parse_json(answer);
+  const Json j = parsed ? std::move(*parsed) : Json();
   if (!j.is_object() || !j.contains("variables") || !j["variables"].is_object())
     return Error{source + ": nix print-dev-env gave no variables (is this Nix older than 2.8?)", "", 0,
                  Errc::bad_config};

@@ -11,15 +11,20 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
+#include "chock/config.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
+#include "util/size.hpp"
+#include "util/syscalls.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/overlay_scan.hpp"
 
@@ -128,6 +133,64 @@ Changes scan(const Session& s) {
 
 }  // namespace overlay_scan
 
+namespace {
+
+// What copying `paths` from the upper layer takes on the project's file
+// system: each file's data rounded up to whole blocks (its holes stay
+// holes), a block and an inode for each name and each directory made.
+struct Need {
+  std::uint64_t bytes = 0;
+  std::uint64_t inodes = 0;
+};
+
+Need need_of(int upper_fd, const std::vector<std::string>& paths, std::uint64_t block) {
+  Need need{block, 1};  // the list file
+  std::set<std::string> dirs;
+  for (const auto& p : paths) {
+    for (std::string d = fs::parent_of(p); !d.empty() && dirs.insert(d).second; d = fs::parent_of(d)) {
+      need.bytes += block;
+      ++need.inodes;
+    }
+    ++need.inodes;
+    UniqueFd fd(sys::openat2(upper_fd, p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                             0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    auto data = fd ? fs::data_bytes(fd.get(), p) : Expected<std::uint64_t>(0);
+    // A link (ELOOP) takes a block at most; what cannot be read is skipped by the copy.
+    need.bytes += data ? std::max<std::uint64_t>((*data + block - 1) / block * block, block) : block;
+  }
+  return need;
+}
+
+// Before anything is written: an adopt that would take the project's file
+// system under the floors a call's disk guard keeps there is refused,
+// counting the adoption it replaces as removed.
+Expected<void> check_room(const std::string& project, const std::string& destination, int upper_fd,
+                          const std::vector<std::string>& paths) {
+  struct statvfs v {};
+  if (::statvfs(project.c_str(), &v) != 0) return sys_error("statvfs, for the room adopt needs", project);
+  const std::uint64_t block = v.f_frsize != 0 ? v.f_frsize : 4096;
+  const DiskGuard floors =
+      DiskGuard::for_file_system(project, 0, static_cast<std::uint64_t>(v.f_blocks) * block, v.f_files);
+  const Need need = need_of(upper_fd, paths, block);
+  const std::uint64_t free_bytes =
+      static_cast<std::uint64_t>(v.f_bavail) * block + fs::disk_usage(destination);
+  const std::uint64_t free_inodes = static_cast<std::uint64_t>(v.f_favail) + fs::count_entries(destination);
+  // A file system that counts no blocks (ramfs) cannot be judged, as one that counts no inodes.
+  if (v.f_blocks != 0 && need.bytes + floors.floor_bytes > free_bytes)
+    return Error{"adopt would write " + human_size(need.bytes) + " to the file system of " + project + " (" +
+                     human_size(free_bytes) + " free), under its floor of " + human_size(floors.floor_bytes) +
+                     ": nothing was written; make room there first",
+                 ""};
+  if (floors.floor_inodes > 0 && need.inodes + floors.floor_inodes > free_inodes)
+    return Error{"adopt would make " + std::to_string(need.inodes) + " files in the file system of " +
+                     project + " (" + std::to_string(free_inodes) + " inodes free), under its floor of " +
+                     std::to_string(floors.floor_inodes) + ": nothing was written; make room there first",
+                 ""};
+  return {};
+}
+
+}  // namespace
+
 Expected<AdoptReport> adopt(const std::string& id) {
   auto loaded = load(id);
   if (!loaded) return std::move(loaded).error();
@@ -151,6 +214,12 @@ Expected<AdoptReport> adopt(const std::string& id) {
   fs::Owner owner{project_st.st_uid, project_st.st_gid};
   fs::CopyPolicy policy{true, ::geteuid() == 0 ? &owner : nullptr};
   r.owner = ::geteuid() == 0 ? project_st.st_uid : ::geteuid();
+  UniqueFd upper_fd(::open(s.upper().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!upper_fd) return sys_error("open", s.upper());
+  std::vector<std::string> to_copy = c.changed;
+  to_copy.insert(to_copy.end(), c.added.begin(), c.added.end());
+  if (auto room = check_room(s.project, r.destination, upper_fd.get(), to_copy); !room)
+    return std::move(room).error();
   // .chock-adopted itself must be a directory, not a link to elsewhere, before anything below it is removed.
   auto adopted_root = fs::open_dir_beneath(project_fd.get(), ".chock-adopted", true, policy.owner);
   if (!adopted_root) return std::move(adopted_root).error();
@@ -159,8 +228,6 @@ Expected<AdoptReport> adopt(const std::string& id) {
   auto dest = fs::open_dir_beneath(project_fd.get(), ".chock-adopted/" + id, true, policy.owner);
   if (!dest) return std::move(dest).error();
   UniqueFd dest_fd(*dest);
-  UniqueFd upper_fd(::open(s.upper().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
-  if (!upper_fd) return sys_error("open", s.upper());
   std::string list =
       "# chock workspace adopt " + id +
       ": a line a path, fields separated by a tab (what, path, why); control characters in paths are escaped "

@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -24,38 +26,98 @@ namespace {
 // How many nested unreadable directories remove_tree opens up, one a pass.
 constexpr int kMaxOpenUpPasses = 16;
 
-// read and write, where copy_file_range cannot go: between two file systems
-// of different kinds (EXDEV), or one that does not do it (EOPNOTSUPP, EINVAL).
-Expected<void> copy_by_hand(int in, int out, off_t left, const std::string& to) {
+// A number for a temporary name of this writer's own: two processes
+// writing one file at once each rename a whole file.
+std::uint64_t nonce() {
+  std::uint64_t n = 0;
+  if (::getrandom(&n, sizeof n, 0) != static_cast<ssize_t>(sizeof n))
+    n = static_cast<std::uint64_t>(::getpid());
+  return n;
+}
+
+// A name beside `name` for a copy written aside.
+std::string aside_name(const std::string& name) {
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".%016llx", static_cast<unsigned long long>(nonce()));
+  return ".chock-copy." + name.substr(0, 200) + suffix;
+}
+
+// `length` bytes at `offset` of `in` to the same offset of `out`: by
+// copy_file_range, else (between two kinds of file system, EXDEV, or one
+// that does not do it, EOPNOTSUPP or EINVAL) by pread and pwrite.
+Expected<void> copy_range(int in, int out, off_t offset, off_t length, const std::string& to) {
+  off_t from = offset, into = offset;
+  while (length > 0) {
+    const ssize_t n = ::copy_file_range(in, &from, out, &into, static_cast<std::size_t>(length), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) break;
+    if (n < 0) return sys_error("copy", to);
+    if (n == 0) return {};  // the file shrank under us: what is there is copied
+    length -= n;
+  }
   char buf[65536];
-  while (left > 0) {
-    ssize_t n = ::read(in, buf, sizeof buf);
+  while (length > 0) {
+    const ssize_t n = ::pread(in, buf, static_cast<std::size_t>(std::min<off_t>(length, sizeof buf)), from);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("copy: read for", to);
-    if (n == 0) break;
-    if (auto w = write_all(out, std::string_view(buf, static_cast<std::size_t>(n)), to); !w) return w;
-    left -= n;
+    if (n == 0) return {};
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::pwrite(out, buf + done, static_cast<std::size_t>(n - done), into);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return sys_error("copy", to);
+      done += w;
+      into += w;
+    }
+    from += n;
+    length -= n;
   }
   return {};
 }
 
-Expected<void> copy_bytes(int in, int out, off_t size, const std::string& to) {
-  off_t left = size;
-  while (left > 0) {
-    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, static_cast<std::size_t>(left), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)
-        return copy_by_hand(in, out, left, to);
-      return sys_error("copy", to);
-    }
-    if (n == 0) break;
-    left -= n;
+// The data extents of `in` below `size`, as [start, end) pairs, in order:
+// where it has holes (SEEK_DATA, SEEK_HOLE). Where a file system cannot
+// say, the rest of the file is one extent.
+Expected<std::vector<std::pair<off_t, off_t>>> data_extents(int in, off_t size, const std::string& path) {
+  std::vector<std::pair<off_t, off_t>> extents;
+  for (off_t at = 0; at < size;) {
+    off_t data = ::lseek(in, at, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;       // a hole to the end
+    if (data < 0 && errno == EINVAL) data = at;  // a file system that cannot say: data
+    if (data < 0) return sys_error("seek data", path);
+    if (data >= size) break;
+    off_t hole = ::lseek(in, data, SEEK_HOLE);
+    if (hole < 0 && errno == EINVAL) hole = size;
+    if (hole < 0) return sys_error("seek hole", path);
+    hole = std::min(hole, size);
+    extents.emplace_back(data, hole);
+    at = hole;
   }
+  return extents;
+}
+
+// A regular file's bytes with its holes kept: only the data extents are
+// written, the size set last. A call's 1 GiB sparse file is its few blocks
+// of data on the host too, not a gigabyte of zeros.
+Expected<void> copy_bytes(int in, int out, off_t size, const std::string& to) {
+  auto extents = data_extents(in, size, to);
+  if (!extents) return std::move(extents).error();
+  for (const auto& [start, end] : *extents)
+    if (auto r = copy_range(in, out, start, end - start, to); !r) return r;
+  if (::ftruncate(out, size) != 0) return sys_error("copy: set the size of", to);
   return {};
 }
 
 }  // namespace
+
+Expected<std::uint64_t> data_bytes(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return sys_error("stat", path);
+  auto extents = data_extents(fd, st.st_size, path);
+  if (!extents) return std::move(extents).error();
+  std::uint64_t bytes = 0;
+  for (const auto& [start, end] : *extents) bytes += static_cast<std::uint64_t>(end - start);
+  return bytes;
+}
 
 mode_t copied_mode(mode_t mode, bool normalize) {
   if (normalize) return (mode & 0111) != 0 ? 0755 : 0644;
@@ -89,14 +151,10 @@ namespace {
 // there (`replace`: over what is there; else only where nothing is, EEXIST).
 Expected<void> write_and_rename(const std::string& path, const std::string& content, mode_t mode,
                                 bool replace, Durable durable = Durable::yes) {
-  // A name of this writer's own: two processes writing one file at once
-  // (two calls installing the same preload) each rename a whole file.
-  std::uint64_t nonce = 0;
-  if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce))
-    nonce = static_cast<std::uint64_t>(::getpid());
+  // Two calls installing the same preload each rename a whole file.
   char suffix[40];
   std::snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(nonce));
+                static_cast<unsigned long long>(nonce()));
   const std::string tmp = path + suffix;
   {
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
@@ -372,8 +430,8 @@ Expected<void> copy_beneath(int from_root, int to_root, const std::string& rel, 
   auto to_dir = open_dir_beneath(to_root, parent_of(rel), true, policy.owner);
   if (!to_dir) return std::move(to_dir).error();
   UniqueFd to(*to_dir);
-  if (::unlinkat(to.get(), name.c_str(), 0) != 0 && errno != ENOENT) return sys_error("replace", rel);
   if (S_ISLNK(st.st_mode)) {
+    if (::unlinkat(to.get(), name.c_str(), 0) != 0 && errno != ENOENT) return sys_error("replace", rel);
     std::vector<char> buf(static_cast<std::size_t>(st.st_size) + 1);
     ssize_t n = ::readlinkat(from.get(), name.c_str(), buf.data(), buf.size());
     if (n < 0) return sys_error("readlink", rel);
@@ -389,17 +447,23 @@ Expected<void> copy_beneath(int from_root, int to_root, const std::string& rel, 
   if (!in) return sys_error("open", rel);
   if (::fstat(in.get(), &st) != 0) return sys_error("stat", rel);
   if (!S_ISREG(st.st_mode)) return Error{"copy: not a regular file", rel, EINVAL};
-  UniqueFd out(::openat(to.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!out) return sys_error("create", rel);
-  if (auto r = copy_bytes(in.get(), out.get(), st.st_size, rel); !r) return r;
-  if (policy.owner != nullptr && ::fchown(out.get(), policy.owner->uid, policy.owner->gid) != 0)
-    return sys_error("chown", rel);
-  // After the chown, which would clear setuid anyway: the mode is ours, not the source's.
-  if (::fchmod(out.get(), copied_mode(st.st_mode, policy.normalize_modes)) != 0)
-    return sys_error("chmod", rel);
-  const timespec times[2] = {st.st_atim, st.st_mtim};
-  ::futimens(out.get(), times);
-  return {};
+  const std::string aside = aside_name(name);
+  UniqueFd out(::openat(to.get(), aside.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!out) return sys_error("create", join(parent_of(rel), aside));
+  auto written = [&]() -> Expected<void> {
+    if (auto r = copy_bytes(in.get(), out.get(), st.st_size, rel); !r) return r;
+    if (policy.owner != nullptr && ::fchown(out.get(), policy.owner->uid, policy.owner->gid) != 0)
+      return sys_error("chown", rel);
+    // After the chown, which would clear setuid anyway: the mode is ours, not the source's.
+    if (::fchmod(out.get(), copied_mode(st.st_mode, policy.normalize_modes)) != 0)
+      return sys_error("chmod", rel);
+    const timespec times[2] = {st.st_atim, st.st_mtim};
+    ::futimens(out.get(), times);
+    if (::renameat(to.get(), aside.c_str(), to.get(), name.c_str()) != 0) return sys_error("replace", rel);
+    return {};
+  }();
+  if (!written) ::unlinkat(to.get(), aside.c_str(), 0);
+  return written;
 }
 
 std::string join(const std::string& dir, const std::string& name) {

@@ -46,6 +46,10 @@ std::uint64_t disk_usage(const std::string& path);
 // The entries below `path` (links not followed), for progress reports.
 std::uint64_t count_entries(const std::string& path);
 
+// The bytes a copy below writes of the regular file open at `fd`: its data
+// extents (SEEK_DATA, SEEK_HOLE), since every copy keeps a file's holes.
+Expected<std::uint64_t> data_bytes(int fd, const std::string& path);
+
 // Copies a tree (regular files, directories, symbolic links; modes and
 // mtimes kept). `skip(rel)` returning a reason leaves that entry out;
 // special files are left out too; `on_skip(rel, reason)` hears of each.
@@ -81,7 +85,8 @@ struct CopyPolicy {
 
 // Copies the entry `rel` (a regular file or a symbolic link, copied as a
 // link) from below `from_root` to the same place below `to_root`, replacing
-// what is there. Both sides are resolved beneath their root with no symbolic
+// what is there. A file is written aside and renamed into place: a failed
+// copy (a full disk) leaves no part of it. Both sides are resolved beneath their root with no symbolic
 // link on the way and no blocking open: a link in a parent, a FIFO, a socket
 // or a device is refused by name.
 Expected<void> copy_beneath(int from_root, int to_root, const std::string& rel, const CopyPolicy& policy);

@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "util/json.hpp"
+
 namespace chock::workspace {
 
 const char* kind_name(Kind kind) {
@@ -172,8 +174,10 @@ nlohmann::json session_record(const Session& s) {
 }
 
 Expected<Session> parse_session_record(std::string_view text, const std::string& id, const std::string& dir) {
+  auto parsed = parse_json(text);
+  if (!parsed) return Error{"is damaged (" + parsed.error().what + ")", "", 0};
   try {
-    auto j = nlohmann::json::parse(text);
+    const nlohmann::json& j = *parsed;
     Session s;
     s.id = j.at("id").get<std::string>();
     if (s.id != id) return Error{"names another session", "", 0};

@@ -168,6 +168,24 @@ TEST_F(Doctor, FilteredNetworkAndResolverFilesAreTriedForReal) {
   EXPECT_FALSE(rows["filtered network"].blocks || rows["resolver files"].blocks);
 }
 
+// Where the host mounts files in /etc (a container's), both rows are still
+// tried for real and ok, and the resolver files row names the mounts.
+TEST_F(Doctor, FilesMountedInEtcAreNamedAndTheFilteredRowsStillWork) {
+  TempDir dir("chock-doctor-etc");
+  RunOptions o = options();
+  const Output out =
+      test::run_process(test::with_files_mounted_in_etc(dir.path(), {test::chock_binary(), "doctor"}), o);
+  auto rows = human_rows(out.out);
+  ASSERT_TRUE(rows.count("filtered network") && rows.count("resolver files")) << describe(out);
+  EXPECT_EQ(rows["filtered network"].state, "ok") << rows["filtered network"].reason;
+  EXPECT_EQ(rows["resolver files"].state, "ok") << rows["resolver files"].reason;
+  EXPECT_NE(rows["resolver files"].reason.find(
+                "the host mounts /etc/hostname, /etc/hosts and /etc/resolv.conf in /etc"),
+            std::string::npos)
+      << rows["resolver files"].reason;
+  EXPECT_NE(rows["resolver files"].reason.find("nameserver 127.0.0.53"), std::string::npos);
+}
+
 // Linux 6.3+ seals a memfd non-executable; this machine's kernel has it.
 TEST_F(Doctor, MemfdExecIsOkAndSaysHowItIsRefused) {
   Output o = doctor();

@@ -3,15 +3,20 @@
 // line that gets neither a message nor an answer when it holds anything but
 // blanks or an unanswerable notification, an answer that is not a one-line
 // JSON-RPC error, or a message whose serialized form does not parse back.
+// The same bytes are also met nested in a request's params up to ~200,000
+// levels deep (far past kMaxJsonDepth) or around the limit: a line deeper than the limit must
+// be answered with an error and never become a message.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "mcp/jsonrpc.hpp"
+#include "util/json.hpp"
 
 namespace {
 
@@ -42,11 +47,37 @@ void check_line(std::string_view line) {
   }
 }
 
+// The third byte chooses an opener (bit 0: an object, else an array) and a
+// scale (bit 1: the first two bytes times 3, up to 196,605 levels; else the
+// first byte mod 128, around the limit); the rest lies at the bottom.
+void check_nested(std::string_view bytes) {
+  if (bytes.size() < 3) return;
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i]));
+  };
+  const std::size_t depth = (byte(2) & 2) != 0 ? (byte(0) | byte(1) << 8) * 3 : byte(0) % 128;
+  const bool object = (byte(2) & 1) != 0;
+  const std::string_view bottom = bytes.substr(3);
+  std::string line = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":)";
+  line.reserve(line.size() + depth * 6 + bottom.size() + 1);
+  for (std::size_t i = 0; i < depth; ++i) line += object ? R"({"a":)" : "[";
+  line += bottom.empty() ? std::string_view("0") : bottom;
+  for (std::size_t i = 0; i < depth; ++i) line += object ? '}' : ']';
+  line += '}';
+  check_line(line);
+  // The line and the params each count a level.
+  if (depth + 1 > chock::kMaxJsonDepth) {
+    chock::mcp::Parsed p = chock::mcp::parse_line(line);
+    if (p.message || !p.reply) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   check_line(bytes);
+  check_nested(bytes);
   // The same bytes as a stream, split into lines by the reader (a small limit, so long lines are met).
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return 0;

@@ -1,6 +1,7 @@
 // `chock mcp`, Chock as an agent's tools, driven by the official TypeScript
 // SDK's client and by the MCP Inspector's CLI.
 #include <filesystem>
+#include <sstream>
 
 #include "mcp_support.hpp"
 
@@ -331,6 +332,33 @@ TEST(McpServer, MalformedInputGetsAnErrorAndTheServerKeepsServing) {
   EXPECT_EQ(lines[7]["result"]["protocolVersion"], "2025-11-25");
   EXPECT_EQ(lines[8]["id"], 7);
   EXPECT_TRUE(lines[8]["result"].is_object());
+}
+
+// One line nested 150,000 deep (300 KB, far under the 8 MiB cap): a copy
+// of its value recursed once a level and chock mcp died with SIGSEGV. It is
+// refused before a value is made, and the next line is served.
+TEST(McpServer, DeepJsonLineIsRefusedNotACrash) {
+  Fixture f;
+  f.init_git();
+  const std::size_t deep = 150000;
+  std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":)" +
+      std::string(deep, '[') + std::string(deep, ']') + "}}\n";
+  input += R"({"jsonrpc":"2.0","id":2,"method":"ping"})"
+           "\n";
+  RunOptions o = fixture_env(f);
+  o.stdin_data = input;
+  const Output out = run_process({chock_binary(), "mcp"}, o);
+  EXPECT_EQ(out.status, 0) << describe(out);
+  std::vector<Json> lines;
+  std::istringstream in(out.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line, nullptr, false));
+  ASSERT_EQ(lines.size(), 2U) << describe(out);
+  EXPECT_EQ(lines[0]["error"]["code"], -32700) << lines[0].dump();
+  EXPECT_EQ(lines[0]["error"]["message"], "the line is JSON nested deeper than 64 levels");
+  EXPECT_TRUE(lines[0]["id"].is_null());
+  EXPECT_EQ(lines[1]["id"], 2);
+  EXPECT_TRUE(lines[1]["result"].is_object()) << lines[1].dump();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "mcp_support.hpp"
@@ -161,6 +162,49 @@ TEST(McpWrap, KillingTheClientEndsTheServersWholeSandbox) {
   }
   EXPECT_TRUE(gone) << "the wrapped server's processes outlived its client";
   EXPECT_TRUE(processes_with(mark).empty());
+}
+
+// A wrapped server inside the sandbox answers with a line nested 150,000
+// deep: the host-side relay died with SIGSEGV copying it. It drops that
+// line, says so in one line, and relays the server's next answer.
+TEST(McpWrap, DeepJsonFromTheWrappedServerIsRefusedNotACrash) {
+  Fixture f;
+  f.init_git();
+  const std::string server =
+      R"(read -r line; printf '{"jsonrpc":"2.0","id":1,"result":'; )"
+      R"(head -c 150000 /dev/zero | tr '\0' '['; head -c 150000 /dev/zero | tr '\0' ']'; printf '}\n'; )"
+      R"(printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},)"
+      R"("serverInfo":{"name":"deep","version":"1"}}}\n')";
+  // The client's input stays open until the answer is out: the relay ends a
+  // server two seconds after its client has gone.
+  TempDir dir("chock-mcp-deep");
+  RunOptions o = fixture_env(f);
+  o.env["OUT"] = dir / "out";
+  o.env["CHOCK"] = chock_binary();
+  o.env["SERVER"] = server;
+  o.env["INIT"] =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}})";
+  Output out = run_process(
+      {"sh", "-c",
+       R"({ printf '%s\n' "$INIT"; i=0; while [ $i -lt 600 ] && ! grep -q serverInfo "$OUT"; )"
+       R"(do sleep 0.1; i=$((i+1)); done; } | "$CHOCK" mcp wrap deep -- sh -c "$SERVER" >"$OUT")"},
+      o);
+  out.out = read_file(dir / "out");
+  EXPECT_EQ(out.status, 0) << describe(out);
+  std::vector<Json> lines;
+  std::istringstream in(out.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line, nullptr, false));
+  ASSERT_EQ(lines.size(), 1U) << describe(out);
+  EXPECT_EQ(lines[0]["id"], 1);
+  EXPECT_EQ(lines[0]["result"]["serverInfo"]["name"], "deep") << lines[0].dump();
+  std::size_t told = 0;
+  std::istringstream err(out.err);
+  for (std::string line; std::getline(err, line);) {
+    if (line.find("the server deep wrote a line") == std::string::npos) continue;
+    ++told;
+    EXPECT_LT(line.size(), 400U) << "the line quotes too much of what the server wrote";
+  }
+  EXPECT_EQ(told, 1U) << describe(out);
 }
 
 }  // namespace

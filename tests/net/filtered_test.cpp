@@ -388,5 +388,35 @@ TEST(Filtered, AskIsAnsweredAtTheTerminalWhenTheProgramConnects) {
   EXPECT_TRUE(has(again.out, "served at 198.51.100.10")) << again.out << again.err;
 }
 
+// Docker and Podman bind the container's hostname, hosts and resolv.conf
+// over files of /etc. In the call's user namespace those mounts are locked,
+// and an overlay refused /etc as a layer (mount_tree: EINVAL), stopping
+// every filtered call. The call's /etc is then Chock's own, with the host's
+// entries bound in: its resolver is Chock's, the host's mounted hostname and
+// certificates are there, and a name resolves and connects.
+TEST(Filtered, AFileBindMountedInEtcDoesNotStopAFilteredCall) {
+  CHOCK_NEED_WORLD();
+  TempDir dir("chock-etc-mounts");
+  std::vector<std::string> args{chock_binary(), "sandbox", "--net", "filtered", "--ro", stage_dir()};
+  for (const auto& r : kRules) args.insert(args.end(), {"--policy-rule", r});
+  args.insert(args.end(),
+              {"--", "sh", "-c",
+               "cat /etc/hostname; head -n 1 /etc/resolv.conf; grep -c . /etc/passwd >/dev/null && "
+               "echo passwd; " +
+                   program("net-client") + " www.chock.test 80 /whoami"});
+  RunOptions o;
+  o.timeout = std::chrono::milliseconds(120000);
+  const Output out = run_process(with_files_mounted_in_etc(dir.path(), args), o);
+  EXPECT_EQ(out.status, 0) << out.err;
+  EXPECT_TRUE(
+      has(out.out, "chock-container\n# Written by Chock: the filtered call's own resolver.\npasswd\n"))
+      << out.out << out.err;
+  EXPECT_TRUE(has(out.out, "HTTP/1.0 200")) << out.out;
+  EXPECT_TRUE(has(out.out, "served at ")) << out.out;
+  // Nothing reached the files the host mounted.
+  EXPECT_EQ(read_file(dir / "hostname"), "chock-container\n");
+  EXPECT_FALSE(has(read_file(dir / "resolv.conf"), "Written by Chock"));
+}
+
 }  // namespace
 }  // namespace chock::test

@@ -185,6 +185,37 @@ bool running_as_root() {
   return geteuid() == 0;
 }
 
+std::vector<std::string> with_files_mounted_in_etc(const std::string& dir,
+                                                   const std::vector<std::string>& argv) {
+  write_file(dir + "/hostname", "chock-container\n");
+  for (const char* name : {"hosts", "resolv.conf"})
+    if (exists(std::string("/etc/") + name))
+      write_file(dir + "/" + name, read_file(std::string("/etc/") + name));
+  const std::string mounts =
+      "for f in hostname hosts resolv.conf; do [ ! -e /etc/$f ] || mount --bind \"$0/$f\" /etc/$f || exit "
+      "125; "
+      "done; ";
+  std::vector<std::string> wrapped;
+  if (running_as_root()) {
+    wrapped = {"unshare", "-m", "--propagation", "private", "sh", "-c", mounts + "exec \"$@\"", dir};
+  } else {
+    const std::string back =
+        "--map-user=" + std::to_string(::geteuid()) + " --map-group=" + std::to_string(::getegid());
+    wrapped = {"unshare",
+               "-U",
+               "-r",
+               "-m",
+               "--propagation",
+               "private",
+               "sh",
+               "-c",
+               mounts + "exec unshare -U " + back + " -- \"$@\"",
+               dir};
+  }
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
 std::string why_no_idmapped_layer(const std::string& dir) {
   utsname u{};
   int major = 0;

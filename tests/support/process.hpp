@@ -71,4 +71,14 @@ bool exists(const std::string& path);
 // Removes a tree, making directories writable first (sandboxed runs leave read-only ones).
 void remove_tree(const std::string& path);
 
+// `argv` where /etc/hostname, /etc/hosts and /etc/resolv.conf (those there)
+// are each a file bind-mounted over the host's, as Docker and Podman mount
+// them: copies of the host's (hosts and resolv.conf) and a hostname of
+// "chock-container", kept in `dir`. In a mount namespace of its own: as root
+// `unshare -m`; as anyone else a user and mount namespace (root in it, to
+// mount), then a user namespace that maps the caller's own ids back, so
+// `argv` runs as the caller.
+std::vector<std::string> with_files_mounted_in_etc(const std::string& dir,
+                                                   const std::vector<std::string>& argv);
+
 }  // namespace chock::test

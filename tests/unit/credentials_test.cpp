@@ -59,5 +59,27 @@ TEST_F(Store, RefusesWhatCouldAddAHeaderAndAStoreOthersCanRead) {
   EXPECT_NE(refused.error().message().find("mode 0600"), std::string::npos) << refused.error().message();
 }
 
+// A store nested 150,000 deep (a person's slip, or a file planted in the
+// data directory) is refused in one line, never copied or dumped: each
+// recurses once a level.
+TEST_F(Store, ADeeplyNestedStoreIsRefusedNotACrash) {
+  ASSERT_TRUE(set_credential(host("api.example.org"), "abc"));
+  const std::string path = *credentials_path();
+  const std::size_t deep = 150000;
+  test::write_file(
+      path, R"({"api.example.org":"Bearer abc","x":)" + std::string(deep, '[') + std::string(deep, ']') + "}",
+      0600);
+  const std::string line = "the credential store is JSON nested deeper than 64 levels: " + path;
+  auto set = set_credential(host("git.example.org"), "xyz");
+  ASSERT_FALSE(set);
+  EXPECT_EQ(set.error().message(), line);
+  auto got = credential_for(host("api.example.org"));
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().message(), line);
+  // The neighbour: the same store without the nesting is read.
+  test::write_file(path, R"({"api.example.org":"Bearer abc","x":[[]]})", 0600);
+  EXPECT_EQ(**credential_for(host("api.example.org")), "Bearer abc");
+}
+
 }  // namespace
 }  // namespace chock::net

@@ -253,12 +253,13 @@ TEST(SeccompBuild, EmbeddedProgramsAreWhatLibseccompCompiles) {
                              fresh->instructions.size() * sizeof(sock_filter)))
         << v.name;
   }
-  auto shipped = keep_uid();
-  auto fresh = compile_keep_uid();
-  ASSERT_TRUE(shipped && fresh);
-  ASSERT_EQ(shipped->instructions.size(), fresh->instructions.size());
-  EXPECT_EQ(0, std::memcmp(shipped->instructions.data(), fresh->instructions.data(),
-                           fresh->instructions.size() * sizeof(sock_filter)));
+  for (const auto& [shipped, fresh] :
+       {std::pair{keep_uid(), compile_keep_uid()}, std::pair{fetcher(), compile_fetcher()}}) {
+    ASSERT_TRUE(shipped && fresh);
+    ASSERT_EQ(shipped->instructions.size(), fresh->instructions.size());
+    EXPECT_EQ(0, std::memcmp(shipped->instructions.data(), fresh->instructions.data(),
+                             fresh->instructions.size() * sizeof(sock_filter)));
+  }
 }
 
 // In a forked child: NO_NEW_PRIVS, the fresh keyring, the filter, then `body`.
