@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sandbox/seccomp.hpp"
+#include "util/dirs.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
 #include "util/json.hpp"
@@ -23,21 +24,8 @@ constexpr const char* kHop = "chock-fetch-hop";
 
 }  // namespace
 
-std::string dir_of_self() {
-  std::string path(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
-  if (n <= 0) return "";
-  path.resize(static_cast<std::size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
-
 Expected<std::string> find_hop_program() {
-  const std::string dir = dir_of_self();
-  for (const std::string& candidate : {dir + "/" + kHop, dir + "/../libexec/chock/" + kHop})
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  return Error{
-      "find " + std::string(kHop) + " (the fetcher chock fetch runs) beside chock or in ../libexec/chock",
-      dir};
+  return companion(kHop);
 }
 
 Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& request) {

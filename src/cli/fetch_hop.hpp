@@ -36,12 +36,8 @@ struct HopAnswer {
   std::string error;  // the hop failed (connect, TLS, timeout, --text of a non-text page): in words
 };
 
-// Where chock-fetch-hop is: beside the chock binary (a build tree), or in
-// ../libexec/chock/ of it (an installed chock).
+// Where chock-fetch-hop is (a companion: util/dirs.hpp).
 [[nodiscard]] Expected<std::string> find_hop_program();
-
-// The directory of the running chock binary (where its companions are).
-[[nodiscard]] std::string dir_of_self();
 
 // Dials the request's address (within its connect deadline) and runs the
 // program on that socket, with an empty environment (no proxy, CA or

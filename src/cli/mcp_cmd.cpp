@@ -13,6 +13,7 @@
 #include "cli/layer_flags.hpp"
 #include "mcp/server.hpp"
 #include "mcp/wrap.hpp"
+#include "util/dirs.hpp"
 #include "util/escape.hpp"
 
 namespace chock::cli {

@@ -26,6 +26,7 @@
 #include "log/session_log.hpp"
 #include "session/net_rules.hpp"
 #include "tools/memory_store.hpp"
+#include "util/dirs.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"

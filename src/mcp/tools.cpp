@@ -8,6 +8,7 @@
 #include "mcp/self_call.hpp"
 #include "mcp/server_impl.hpp"
 #include "session/tasks.hpp"
+#include "util/json.hpp"
 #include "util/split.hpp"
 
 namespace chock::mcp {
@@ -216,7 +217,8 @@ Json Server::file_call(const std::string& name, const Json& args, Flight& flight
   r.input = request.dump(-1, ' ', false, Json::error_handler_t::replace);
   auto ran = run_in_session(std::move(r), flight, kFileAnswerCap);
   if (!ran) return tool_error(ran.error().message());
-  Json answer = Json::parse(ran->out.head, nullptr, false);
+  auto parsed = parse_json(ran->out.head);
+  Json answer = parsed ? std::move(*parsed) : Json();
   if (!answer.is_object())
     return tool_error("the file tool's call gave no answer:\n" + joined(ran->lines) + ran->err.head);
   if (answer.contains("error")) return tool_error(answer.value("error", ""));

@@ -164,9 +164,13 @@ int wrap(const WrapOptions& o) {
       }
       Parsed p = parse_line(line->text);
       if (!p.message) {
-        if (p.reply)
-          std::fprintf(stderr, "chock: mcp wrap: the server %s wrote a line that is not a message: %s\n",
-                       o.name.c_str(), printable(line->text.substr(0, 200)).c_str());
+        if (p.reply) {
+          // Why, as the line's own error answer says ("JSON nested deeper than 64 levels").
+          const Json& error = (*p.reply)["error"];
+          const std::string why = error.is_object() ? error.value("message", std::string()) : std::string();
+          std::fprintf(stderr, "chock: mcp wrap: the server %s wrote a line that is not a message (%s): %s\n",
+                       o.name.c_str(), printable(why).c_str(), printable(line->text.substr(0, 200)).c_str());
+        }
         continue;
       }
       std::optional<Json> instead;

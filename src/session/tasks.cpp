@@ -19,6 +19,7 @@
 #include "util/escape.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
+#include "util/json.hpp"
 #include "util/syscalls.hpp"
 #include "workspace/fs.hpp"
 
@@ -99,7 +100,8 @@ nlohmann::json request_json(const Request& r) {
 }
 
 Expected<Request> request_of(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
+  const auto parsed = parse_json(text);
+  const nlohmann::json j = parsed ? *parsed : nlohmann::json();
   if (!j.is_object()) return Error{"the task's request is not a JSON object", "", 0, Errc::bad_config};
   Request r;
   try {
@@ -277,8 +279,9 @@ int run_task(const std::string& session, int number) {
   const std::string base = workspace::tasks_dir(*s) + "/task-" + two_digits(number);
   auto recorded = workspace::fs::read_file_nofollow(base + ".json", 1 << 20);
   if (!recorded) return 125;
-  auto state = nlohmann::json::parse(*recorded, nullptr, false);
-  if (!state.is_object()) return 125;
+  auto parsed = parse_json(*recorded);
+  if (!parsed || !parsed->is_object()) return 125;
+  nlohmann::json state = std::move(*parsed);
   Runner runner(base, std::move(state));
   if (!runner.open()) return 125;
   std::string text;
@@ -326,9 +329,9 @@ Expected<Task> find_task(const std::string& id) {
   const std::string base = workspace::tasks_dir(*s) + "/task-" + nn;
   auto text = workspace::fs::read_file_nofollow(base + ".json", 1 << 20);
   if (!text) return Error{"there is no task " + id, "", 0, Errc::bad_config};
-  auto state = nlohmann::json::parse(*text, nullptr, false);
-  if (!state.is_object()) return Error{"the task's record is damaged", base + ".json"};
-  return Task{id, base, s->dir + "/task-" + nn + ".lock", std::move(state)};
+  auto state = parse_json(*text);
+  if (!state || !state->is_object()) return Error{"the task's record is damaged", base + ".json"};
+  return Task{id, base, s->dir + "/task-" + nn + ".lock", std::move(*state)};
 }
 
 bool task_running(const Task& t) {
