@@ -18,6 +18,9 @@
 //                       the next calls, until idle for CHOCK_OVERLAY_HOLD_MS
 //                       (20 s), removed, or changed from outside (a deny's
 //                       notice, a carry's mount point): overlay_holder.hpp
+//   overlay.secret      what a peer of that holder must send with a request
+//                       (0600, made for each holder): its uid is not enough,
+//                       since a call's programs run as that uid too
 //   overlay.sock        where that holder listens (its uid only); it keeps
 //                       the session's admin dir's overlay too (git/admin/)
 //   overlay.unwatched   overlay: left by a holder whose project has more

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,12 +30,20 @@ namespace chock::sandbox {
 
 namespace {
 
-// The requests: 'k' and the key (a clone, if it is the key held), 'q' (let go).
+// The requests: 'k', the secret and the key (a clone, if it is the key
+// held), 'q' and the secret (let go). A peer that does not send the secret
+// the holder was given is not answered: the socket answers only its uid,
+// and a program of a call runs as that uid too.
 constexpr char kTake = 'k';
 constexpr char kQuit = 'q';
 constexpr char kHere = 'y';  // the answer with a clone
 constexpr char kGone = 'n';  // the answer once the overlay is let go
 constexpr std::size_t kMaxKey = 8192;
+// Made for each holder, handed to it through a pipe (never its command
+// line, which every uid reads), and kept for the session's later calls in
+// the session's directory, 0600, which no call sees.
+constexpr std::size_t kSecretSize = 32;
+constexpr const char* kSecretFile = "overlay.secret";
 // Where the holder's program finds its listener, mount, lock and directory.
 constexpr int kFirstKept = 1000;
 constexpr int kAnswerSeconds = 3;
@@ -90,6 +99,17 @@ char read_answer(int s, int* fds, int* n) noexcept {
   return byte;
 }
 
+// The request `kind`, the holder's secret and `tail`; empty where the
+// session's directory has no secret (no holder was started).
+std::string request_of(int dirfd, char kind, std::string_view tail) {
+  const UniqueFd f(::openat(dirfd, kSecretFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!f) return {};
+  std::string request(1 + kSecretSize, kind);
+  if (::read(f.get(), request.data() + 1, kSecretSize) != static_cast<ssize_t>(kSecretSize)) return {};
+  request.append(tail);
+  return request;
+}
+
 // ---- the holder: `chock-helper hold-overlay`, its descriptors
 // handed over at kFirstKept -------------------------------------------------
 
@@ -97,7 +117,8 @@ struct Holder {
   int listener;
   int lock;
   int dir;
-  int first_mount;  // the mounts: first_mount, first_mount + 1, ...
+  const char* secret;  // kSecretSize bytes
+  int first_mount;     // the mounts: first_mount, first_mount + 1, ...
   int mounts;
   const char* key;
   std::size_t key_size;
@@ -129,6 +150,7 @@ bool enter_own_namespaces() noexcept {
 
 [[noreturn]] void let_go(const Holder& h, int answer_to) noexcept {
   sys::raw(SYS_unlinkat, h.dir, sys::arg(kHolderSocket), 0);
+  sys::raw(SYS_unlinkat, h.dir, sys::arg(kSecretFile), 0);
   sys::raw(SYS_close, h.listener);
   // The last references: each overlay is taken down (its upper layer
   // synced) before close returns.
@@ -172,11 +194,17 @@ void serve_one(const Holder& h, int c) noexcept {
     return;
   const timeval t{kAnswerSeconds, 0};
   sys::raw(SYS_setsockopt, c, SOL_SOCKET, SO_RCVTIMEO, sys::arg(&t), sizeof t);
-  static char request[kMaxKey + 2];
+  static char request[1 + kSecretSize + kMaxKey + 1];
   const long n = sys::raw(SYS_recvfrom, c, sys::arg(request), sizeof request, 0, 0, 0);
-  if (n < 1) return;
-  const auto size = static_cast<std::size_t>(n);
-  if (request[0] == kTake && size - 1 == h.key_size && std::memcmp(request + 1, h.key, h.key_size) == 0 &&
+  if (n < static_cast<long>(1 + kSecretSize)) return;
+  // Every byte compared, whatever the first that differs.
+  unsigned char differs = 0;
+  for (std::size_t i = 0; i < kSecretSize; ++i)
+    differs |= static_cast<unsigned char>(request[1 + i] ^ h.secret[i]);
+  if (differs != 0) return;
+  const auto size = static_cast<std::size_t>(n) - 1 - kSecretSize;
+  const char* key = request + 1 + kSecretSize;
+  if (request[0] == kTake && size == h.key_size && std::memcmp(key, h.key, h.key_size) == 0 &&
       send_clones(h, c))
     return;
   // Another key (the session's layers changed), a quit, or no clone to give:
@@ -245,17 +273,29 @@ int overlay_holder_main(int argc, char** argv) {
   static std::string key;  // the holder's one key, for as long as it runs
   key = bytes_of_hex(hex);
   // Only as hold_overlay starts it: its descriptors are there, and what they
-  // should be (listener, lock, directory, then the mounts).
-  const int count = 3 + static_cast<int>(mounts);
-  struct stat st[3 + kMaxPassedFds] = {};
+  // should be (listener, lock, directory, the secret's pipe, then the mounts).
+  const int count = 4 + static_cast<int>(mounts);
+  struct stat st[4 + kMaxPassedFds] = {};
   for (int i = 0; i < count; ++i)
     if (::fstat(kFirstKept + i, &st[i]) != 0) return 2;
-  if (!S_ISSOCK(st[0].st_mode) || !S_ISREG(st[1].st_mode) || !S_ISDIR(st[2].st_mode)) return 2;
-  for (int i = 3; i < count; ++i)
+  if (!S_ISSOCK(st[0].st_mode) || !S_ISREG(st[1].st_mode) || !S_ISDIR(st[2].st_mode) ||
+      !S_ISFIFO(st[3].st_mode))
+    return 2;
+  for (int i = 4; i < count; ++i)
     if (!S_ISDIR(st[i].st_mode)) return 2;
-  Holder h{kFirstKept,     kFirstKept + 1,           kFirstKept + 2,
-           kFirstKept + 3, static_cast<int>(mounts), key.data(),
-           key.size(),     static_cast<int>(idle),   std::string_view(argv[3]) == "1"};
+  static char secret[kSecretSize];
+  if (::read(kFirstKept + 3, secret, sizeof secret) != static_cast<ssize_t>(sizeof secret)) return 2;
+  ::close(kFirstKept + 3);
+  Holder h{kFirstKept,
+           kFirstKept + 1,
+           kFirstKept + 2,
+           secret,
+           kFirstKept + 4,
+           static_cast<int>(mounts),
+           key.data(),
+           key.size(),
+           static_cast<int>(idle),
+           std::string_view(argv[3]) == "1"};
   const int watched = kFirstKept + count;
   if (argc == 7) {
     const long long since = std::strtoll(argv[6], &end, 10);
@@ -287,10 +327,8 @@ std::vector<UniqueFd> take_held_overlays(const std::string& dir, std::string_vie
     if (key.size() > kMaxKey || count == 0 || count > kMaxPassedFds) return {};
     const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!d) return {};
-    std::string request;
-    request.reserve(key.size() + 1);
-    request.push_back(kTake);
-    request.append(key);
+    const std::string request = request_of(d.get(), kTake, key);
+    if (request.empty()) return {};
     const UniqueFd s = ask(d.get(), request.data(), request.size());
     if (!s) return {};
     int fds[kMaxPassedFds];
@@ -309,7 +347,14 @@ std::vector<UniqueFd> take_held_overlays(const std::string& dir, std::string_vie
 void release_held_overlay(const std::string& dir) noexcept {
   const UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!d) return;
-  const UniqueFd s = ask(d.get(), &kQuit, 1);
+  std::string request;
+  try {
+    request = request_of(d.get(), kQuit, {});
+  } catch (...) {  // memory for the request: the holder lets go when idle
+    return;
+  }
+  if (request.empty()) return;
+  const UniqueFd s = ask(d.get(), request.data(), request.size());
   if (!s) return;
   int fds[kMaxPassedFds];
   int n = 0;
@@ -430,11 +475,31 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
   // call's, and never the program that embeds the sandbox), twice forked so
   // that no caller (a long-lived chock mcp) has it as a child; its
   // descriptors at kFirstKept on: the listener, the lock, the directory,
-  // the mounts, the lower layer to watch.
+  // the secret's pipe, the mounts, the lower layer to watch.
   auto helper = companion("chock-helper");
   if (!helper) {
     (void)::unlinkat(d.get(), kHolderSocket, 0);
     return std::move(helper).error();
+  }
+  // Called with the mounts lock held alone: no call reads the secret while it changes.
+  char secret[kSecretSize];
+  int pipe[2];
+  if (::getrandom(secret, sizeof secret, 0) != static_cast<ssize_t>(sizeof secret) ||
+      ::pipe2(pipe, O_CLOEXEC) != 0) {
+    (void)::unlinkat(d.get(), kHolderSocket, 0);
+    return sys_error("make the overlay holder's secret", dir);
+  }
+  const UniqueFd secret_read(pipe[0]);
+  {
+    const UniqueFd secret_write(pipe[1]);
+    (void)::unlinkat(d.get(), kSecretFile, 0);
+    const UniqueFd file(
+        ::openat(d.get(), kSecretFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!file || ::write(file.get(), secret, sizeof secret) != static_cast<ssize_t>(sizeof secret) ||
+        ::write(secret_write.get(), secret, sizeof secret) != static_cast<ssize_t>(sizeof secret)) {
+      (void)::unlinkat(d.get(), kHolderSocket, 0);
+      return sys_error("keep the overlay holder's secret", dir + "/" + kSecretFile);
+    }
   }
   std::string idle_text = std::to_string(std::min<std::chrono::milliseconds::rep>(idle.count(), 3'600'000));
   std::string hex = hex_of(key);
@@ -454,8 +519,8 @@ Expected<bool> hold_overlay(const std::string& dir, const std::string& lock_path
                         watch >= 0 ? since_text.data() : nullptr,
                         nullptr};
   char* const envp[] = {nullptr};
-  std::array<int, 4 + kMaxPassedFds> fds{listener.get(), lock.get(), d.get()};
-  int kept = 3;
+  std::array<int, 5 + kMaxPassedFds> fds{listener.get(), lock.get(), d.get(), secret_read.get()};
+  int kept = 4;
   for (const auto& m : mounts) fds[static_cast<std::size_t>(kept++)] = m.get();
   if (watch >= 0) fds[static_cast<std::size_t>(kept++)] = watch;
   const long middle = sys::raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);

@@ -20,8 +20,11 @@
 // tree_watch.hpp) and lets go at its first change, or at one made since the
 // call began to make the overlay.
 // The holder listens on a Unix socket in the session's directory (0700, the
-// caller's; never mounted into a call), answers only its own uid, and holds
-// nothing of its caller's but the mounts, the socket and the lock file.
+// caller's; never mounted into a call), answers only its own uid, and then
+// only a peer that sends the secret it was given at its start (through a
+// pipe, never on its command line), which the session's later calls read
+// from the session's directory; it holds nothing of its caller's but the
+// mounts, the socket and the lock file.
 #pragma once
 
 #include <chrono>

@@ -323,5 +323,58 @@ TEST_F(HeldOverlay, TheHolderAnswersNoOtherUser) {
   EXPECT_EQ(call.out, "one\n") << describe(call);
 }
 
+// A peer of the holder's own uid (as a call's programs are) that can reach
+// its socket gets nothing without the secret the holder was given: not with
+// the key its command line shows, nor with a made-up secret; the session's
+// calls still attach the overlay.
+TEST_F(HeldOverlay, TheHolderGivesNothingToAPeerOfItsUidWithoutTheSecret) {
+  // What every uid can read of the holder: its command line, the key in hex.
+  std::string cmdline;
+  ucred peer{};
+  socklen_t size = sizeof peer;
+  {
+    const UniqueFd s = connect_holder(dir);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(::getsockopt(s.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size), 0);
+  }
+  cmdline = read_file("/proc/" + std::to_string(peer.pid) + "/cmdline");
+  std::vector<std::string> args;
+  for (std::size_t at = 0; at < cmdline.size();) {
+    const std::size_t end = cmdline.find('\0', at);
+    args.push_back(cmdline.substr(at, end - at));
+    at = end == std::string::npos ? cmdline.size() : end + 1;
+  }
+  ASSERT_GE(args.size(), 6U) << cmdline;
+  std::string key;
+  for (std::size_t i = 0; i + 1 < args[5].size(); i += 2)
+    key.push_back(static_cast<char>(std::stoi(args[5].substr(i, 2), nullptr, 16)));
+  for (const std::string& request :
+       {"k" + key, "k" + std::string(32, '\0') + key, std::string("q"), "q" + std::string(32, 'x')}) {
+    const UniqueFd s = connect_holder(dir);
+    ASSERT_TRUE(s);
+    const timeval t{3, 0};
+    ASSERT_EQ(::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t), 0);
+    ASSERT_EQ(::send(s.get(), request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    char byte = 0;
+    iovec io{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(s.get(), &msg, MSG_CMSG_CLOEXEC);
+    EXPECT_LE(n, 0) << "the holder answered a request without its secret (" << request.size() << " bytes)";
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n > 0 && c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      ADD_FAILURE() << "the holder gave descriptors to a peer without its secret";
+      const std::size_t fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < fds; ++i) ::close(reinterpret_cast<int*>(CMSG_DATA(c))[i]);
+    }
+  }
+  EXPECT_FALSE(ended_within(holder.get(), 0ms)) << "a peer without the secret made the holder let go";
+  next_call_attaches_the_held_overlay(f, id, dir);
+}
+
 }  // namespace
 }  // namespace chock::test::ws
