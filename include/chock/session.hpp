@@ -23,6 +23,7 @@
 #include <chock/config.hpp>
 #include <chock/error.hpp>
 #include <chock/result.hpp>
+#include <chock/sandbox.hpp>
 
 #include <array>
 #include <chrono>
@@ -127,6 +128,10 @@ class Call {
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
+  // Before start() or wait(): the sandbox of prepare(), begun while the
+  // caller waited for this call (an agent thinking); used for this call
+  // alone, and begun anew where the call's identity or limits differ.
+  void use(Begun prepared);
   void start();
   Expected<Outcome> wait();
   void cancel() noexcept;
@@ -140,6 +145,12 @@ class Call {
 
 // Call(request, hooks).wait().
 Expected<Outcome> call(Request request, Hooks hooks = {});
+
+// A sandbox begun for the next call like `request` (who it runs as, its
+// network, its limits): most of a call's start, done in the kernel while
+// nothing waits for it. The process that holds its first process is the
+// thread that calls this, which must outlive the call it is used for.
+[[nodiscard]] Expected<Begun> prepare(const Request& request);
 
 // What Chock says of a call's end beyond its exit status: a setup step that
 // failed, a command not found, a timeout (`deadline` names which), a cancel,

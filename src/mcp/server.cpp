@@ -1,8 +1,13 @@
 #include "mcp/server.hpp"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <utility>
 
 #include "mcp/server_impl.hpp"
 #include "util/io.hpp"
@@ -29,7 +34,10 @@ void Flight::cancel(bool by_client) {
   if (call != nullptr) call->cancel();
 }
 
-Server::Server(const ServerOptions& o, int in, int out) : o_(o), in_(in), out_(out), session_(o.session) {}
+Server::Server(const ServerOptions& o, int in, int out)
+    : o_(o), in_(in), in_fd_(in), out_(out), session_(o.session) {
+  prepare_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+}
 
 void Server::send(const Json& message) {
   const std::string line = serialize(message);
@@ -55,19 +63,64 @@ Expected<policy::Table> Server::policy_table() const {
   return layers->table;
 }
 
+void Server::take_line(const LineReader::Line& line) {
+  if (line.too_long) {
+    send(error_response(nullptr, code::invalid_request,
+                        "the line is over " + std::to_string(kMaxLineBytes >> 20) + " MiB"));
+    return;
+  }
+  Parsed p = parse_line(line.text);
+  if (p.reply) send(*p.reply);
+  if (p.message) dispatch(std::move(*p.message));
+}
+
+void Server::prepare_next() {
+  {
+    std::lock_guard lock(mutex_);
+    if (next_ || ending_) return;
+  }
+  session::Request r;
+  r.project = o_.project;
+  r.org_bundle = o_.layers.org_bundle;
+  r.policy_rules = o_.layers.policy_rules;
+  auto begun = session::prepare(r);
+  if (!begun) return;  // the call begins its own, and says what failed
+  std::lock_guard lock(mutex_);
+  if (!next_ && !ending_) next_ = std::move(*begun);
+}
+
+std::optional<Begun> Server::take_prepared() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(next_, std::nullopt);
+}
+
+void Server::call_ended() {
+  const std::uint64_t one = 1;
+  (void)!::write(prepare_event_.get(), &one, sizeof one);
+}
+
 int Server::run() {
   std::thread progress([this] { progress_loop(); });
-  for (;;) {
-    auto line = in_.next();
-    if (!line) break;
-    if (line->too_long) {
-      send(error_response(nullptr, code::invalid_request,
-                          "the line is over " + std::to_string(kMaxLineBytes >> 20) + " MiB"));
-      continue;
+  // The next call's sandbox is begun here, by this thread, which outlives
+  // every call (its first process is this thread's child), while the
+  // client thinks; anew after each call that took it.
+  prepare_next();
+  for (bool open = true; open;) {
+    pollfd p[2] = {{in_fd_, POLLIN, 0}, {prepare_event_.get(), POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
     }
-    Parsed p = parse_line(line->text);
-    if (p.reply) send(*p.reply);
-    if (p.message) dispatch(std::move(*p.message));
+    if (p[1].revents != 0) {
+      std::uint64_t n = 0;
+      (void)!::read(prepare_event_.get(), &n, sizeof n);
+      prepare_next();
+    }
+    if (p[0].revents == 0) continue;
+    open = in_.fill();
+    while (auto line = in_.pop()) take_line(*line);
+    if (!open)
+      while (auto line = in_.next()) take_line(*line);
   }
   end_everything();
   progress.join();
@@ -209,6 +262,7 @@ void Server::progress_loop() {
 void Server::end_everything() {
   std::lock_guard lock(mutex_);
   ending_ = true;
+  next_.reset();  // its first process hears there is no call, and ends
   for (auto& [id, f] : flights_) f->cancel(false);
   // Questions to a client that is gone are never answered.
   for (auto& [id, p] : asked_) p.set_value(std::nullopt);

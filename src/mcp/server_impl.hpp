@@ -23,6 +23,7 @@
 #include "mcp/self_call.hpp"
 #include "mcp/server.hpp"
 #include "policy/policy.hpp"
+#include "util/fd.hpp"
 
 namespace chock::mcp {
 
@@ -74,6 +75,12 @@ class Server {
   [[nodiscard]] const ServerOptions& options() const { return o_; }
 
  private:
+  void take_line(const LineReader::Line& line);
+  // A sandbox begun for the next call (session::prepare), by the reader's
+  // thread only; taken by the call that comes, begun anew once it ends.
+  void prepare_next();
+  [[nodiscard]] std::optional<Begun> take_prepared();
+  void call_ended();
   void dispatch(Message m);
   Json handle_quick(const Message& m);
   // The error answer of a tools/call that cannot be served, checked before
@@ -99,7 +106,9 @@ class Server {
 
   const ServerOptions& o_;
   LineReader in_;
+  int in_fd_;
   int out_;
+  UniqueFd prepare_event_;    // written when a call that took the prepared sandbox ends
   std::mutex out_mutex_;      // one message at a time on stdout
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
@@ -111,6 +120,7 @@ class Server {
   std::map<std::string, std::promise<std::optional<Json>>> asked_;
   long asked_count_ = 0;
   bool ending_ = false;
+  std::optional<Begun> next_;
 };
 
 }  // namespace chock::mcp

@@ -105,7 +105,10 @@ Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& f
     making_session_ = false;
     changed_.notify_all();
   };
+  const bool background = request.background;
   session::Call call(std::move(request), std::move(hooks));
+  if (!background)
+    if (std::optional<Begun> prepared = take_prepared()) call.use(std::move(*prepared));
   {
     std::lock_guard g(flight.mutex);
     flight.call = &call;
@@ -125,6 +128,7 @@ Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& f
     making_session_ = false;
     changed_.notify_all();
   }
+  call_ended();  // the next call's sandbox is begun meanwhile
   if (!outcome) return std::move(outcome).error();
   ran->outcome = std::move(*outcome);
   return std::move(*ran);

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "chock/sandbox.hpp"
 #include "chock/workspace.hpp"
@@ -57,6 +58,15 @@ Expected<CallContext> read_context(const Request& r) {
   // sandbox.jit is read before the call starts: nobody is asked, so only allow relaxes.
   c.jit = c.layers.table.decide(policy::kSandboxJit);
   return c;
+}
+
+// What a call's sandbox is begun with before its session is open.
+Config early_config(const CallContext& c) {
+  Config early;
+  early.network = c.network;
+  early.limits = call_limits(c.layers.limits());
+  if (::geteuid() == 0) early.user = workspace::kDefaultRunUid;
+  return early;
 }
 
 // The session's first lines, and what its log says of the call's setting.
@@ -250,14 +260,10 @@ Expected<session::Outcome> session::Call::Impl::run() {
   // as, its network and its limits are known already (a root caller's
   // session runs as the default uid unless it says otherwise; spawn begins
   // anew where the session's Config differs). A task's runner spawns its own.
-  std::optional<Begun> begun;
-  if (!request.background && !as_task) {
-    Config early;
-    early.network = context->network;
-    early.limits = call_limits(context->layers.limits());
-    if (::geteuid() == 0) early.user = workspace::kDefaultRunUid;
-    if (auto b = begin(early)) begun = std::move(*b);  // else spawn begins it and says what failed
-  }
+  std::optional<Begun> begun = std::exchange(prepared, std::nullopt);
+  if (!request.background && !as_task && !begun)
+    if (auto b = begin(early_config(*context)))
+      begun = std::move(*b);  // else spawn begins it and says what failed
   // Asked of Nix before any session is made: a shell that does not evaluate runs nothing.
   if (!request.background) {
     auto shell = choose_toolchain(context->root, request.host_toolchain);
@@ -312,6 +318,10 @@ Call::~Call() {
   }
 }
 
+void Call::use(Begun prepared) {
+  impl_->prepared = std::move(prepared);
+}
+
 void Call::start() {
   std::lock_guard lock(impl_->mutex);
   if (impl_->thread.joinable() || impl_->outcome) return;
@@ -343,6 +353,12 @@ void Call::cancel() noexcept {
 
 Expected<Outcome> call(Request request, Hooks hooks) {
   return Call(std::move(request), std::move(hooks)).wait();
+}
+
+Expected<Begun> prepare(const Request& request) {
+  auto context = read_context(request);
+  if (!context) return std::move(context).error();
+  return begin(early_config(*context));
 }
 
 }  // namespace session

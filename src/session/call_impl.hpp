@@ -33,8 +33,9 @@ struct session::Call::Impl {
   Request request;
   Hooks hooks;
   std::optional<session::AsTask> as_task;
-  UniqueFd cancel_event;  // an eventfd cancel() writes
-  UniqueFd cancel_poll;   // an epoll over it and Request::cancel_fd: what Child::wait watches
+  std::optional<Begun> prepared;  // Call::use
+  UniqueFd cancel_event;          // an eventfd cancel() writes
+  UniqueFd cancel_poll;           // an epoll over it and Request::cancel_fd: what Child::wait watches
   std::atomic<bool> cancelled{false};
   std::mutex mutex;
   std::thread thread;
