@@ -346,21 +346,15 @@ Expected<SessionLock> lock_shared(const Session& session);
 // Around a read, change and write of session.json by a call (which holds
 // the session shared only): one at a time.
 Expected<SessionLock> lock_record(const Session& session);
-// The session's mounts lock, taken right before a call's sandbox is made:
-// it waits until the kernel has taken the last call's sandbox down (its
-// overlay's upper layer is the session's, and belongs to one mount at a time).
-// A call keeps it until its own sandbox is gone, past its own exit
-// (Child::hand_teardown_to); nothing else waits on it. Waited for at most
-// kMountsWait (then an unheld lock, and a line on stderr).
-inline constexpr std::chrono::seconds kMountsWait{60};
-Expected<SessionLock> hold_mounts(const Session& session);
-// The mounts lock as a call of a session with other calls running takes it:
-// `shared` (the call attaches the overlays the session's holder keeps: one
-// mount of them for every call, which no new mount may replace while any
-// call uses it) or alone (the call mounts the session's overlays in their
-// own work directories, and keeps them until its sandbox is gone; share()
-// once the holder keeps them). Waited for at most `within`: an empty hold
-// then, and the call mounts beside the others (work_beside), holding nothing.
+// The session's mounts lock, taken right before a call's sandbox is made
+// and kept until the kernel has taken that sandbox down, past the call's
+// own exit (Child::hand_teardown_to): the session's overlays have one mount
+// at a time. A call takes it `shared` when it attaches the mount the
+// session's holder keeps (one mount for every call, which no new mount may
+// replace while a call uses it), or alone when it makes that mount in the
+// session's own work directories (share() once the holder keeps it).
+// Waited for at most `within`: then an empty hold, and the call mounts
+// beside the others (work_beside), holding nothing.
 struct MountsHold {
   enum How { none, shared, alone };
   SessionLock lock;

@@ -223,7 +223,7 @@ std::optional<Json> Server::refuse_call(const Message& m) {
   return std::nullopt;
 }
 
-void Server::serve_call(std::shared_ptr<Flight> flight, Message m) {
+void Server::serve_call(const std::shared_ptr<Flight>& flight, Message m) {
   Json args = m.params.value("arguments", Json::object());
   if (args.is_null()) args = Json::object();
   const Json answer = response(m.id, call_tool(m.params["name"], args, *flight));

@@ -37,6 +37,7 @@ struct Capture {
 };
 
 // One tools/call while it is served.
+// NOLINTNEXTLINE(bugprone-exception-escape): its Json, as every Message's, allocates
 struct Flight {
   Json id;
   Json progress_token;                 // null: the client asked for no progress
@@ -86,7 +87,7 @@ class Server {
   // The error answer of a tools/call that cannot be served, checked before
   // it runs (so that it is answered in order); nullopt when it can.
   std::optional<Json> refuse_call(const Message& m);
-  void serve_call(std::shared_ptr<Flight> flight, Message m);
+  void serve_call(const std::shared_ptr<Flight>& flight, Message m);
   Json call_tool(const std::string& name, const Json& args, Flight& flight);
   void progress_loop();
   void end_everything();

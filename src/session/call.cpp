@@ -186,7 +186,7 @@ class InSession {
     auto io = ProgramIo::prepare(c_.request.input, c_.hooks.output, config);
     if (!io) return std::move(io).error();
     // As late as can be: the last call's teardown goes on meanwhile.
-    auto mounts = choose_mounts(s, config, task);
+    auto mounts = choose_mounts(s, config, task, say);
     if (!mounts) return std::move(mounts).error();
     if (mounts->hold.how == workspace::MountsHold::alone)
       config.overlays_held = [&hold = mounts->hold] { hold.share(); };

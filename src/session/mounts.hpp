@@ -6,11 +6,15 @@
 // lock shared, and no new mount may replace it while any call uses it. A
 // call that finds none makes it, holding the lock alone, in the session's
 // own work directories, and shares the lock once the holder keeps it. Where
-// the lock cannot be had soon (another call made a mount no holder keeps,
-// and runs), the call mounts beside in work directories of its own.
+// another call runs on a mount no holder keeps (a session whose overlay is
+// not kept between calls), this call waits for it: two mounts of one upper
+// layer would not see each other's changes. A task mounts beside the calls
+// (in work directories of its own), as it always has.
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "chock/config.hpp"
@@ -19,10 +23,10 @@
 
 namespace chock::session {
 
-// How long a call waits for the mounts lock before it mounts beside: the
-// last call's teardown takes milliseconds, a call that makes the session's
-// mount shares the lock once the holder has it.
-inline constexpr std::chrono::seconds kMountsWaitBeside{2};
+// How long a call waits for the session's mount before it says so: the
+// last call's teardown takes milliseconds, and a call that makes the
+// session's mount shares it once the holder has it.
+inline constexpr std::chrono::seconds kMountsWaitSaid{2};
 
 struct CallMounts {
   workspace::MountsHold hold;    // kept until the call's sandbox is gone (its teardown's waiter)
@@ -31,7 +35,7 @@ struct CallMounts {
 
 // Decides for `config`'s overlays (as add_to_config made them); `task`: a
 // background call, which mounts beside and holds nothing.
-[[nodiscard]] Expected<CallMounts> choose_mounts(const workspace::Session& session, Config& config,
-                                                 bool task);
+[[nodiscard]] Expected<CallMounts> choose_mounts(const workspace::Session& session, Config& config, bool task,
+                                                 const std::function<void(const std::string&)>& say);
 
 }  // namespace chock::session

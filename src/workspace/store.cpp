@@ -107,13 +107,28 @@ std::string holder(int fd) {
   return " (pid " + std::to_string(pid) + ", since " + when + ")";
 }
 
+// One of the session's lock files (made where it is not there), open.
+Expected<SessionLock> open_lock(const Session& session, const char* name) {
+  const std::string path = session.dir + "/" + name;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return sys_error("open the session's lock", path);
+  return SessionLock(fd);
+}
+
+// Waits for `how` on `fd`; an Error names `path`.
+Expected<void> wait_for_lock(int fd, int how, const std::string& path) {
+  while (::flock(fd, how) != 0)
+    if (errno != EINTR) return sys_error("lock", path);
+  return {};
+}
+
 }  // namespace
 
 Expected<SessionLock> lock(const Session& session, bool wait) {
-  std::string path = session.dir + "/lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return sys_error("open lock", path);
-  SessionLock held(fd);
+  const std::string path = session.dir + "/lock";
+  auto held = open_lock(session, "lock");
+  if (!held) return held;
+  const int fd = held->fd();
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
     say_holder(fd);
     return held;
@@ -126,68 +141,39 @@ Expected<SessionLock> lock(const Session& session, bool wait) {
     return sys_error("lock", path);
   }
   std::fprintf(stderr, "chock: session %s: waiting for its running calls to end\n", session.id.c_str());
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return sys_error("lock", path);
-  }
+  if (auto r = wait_for_lock(fd, LOCK_EX, path); !r) return std::move(r).error();
   say_holder(fd);
   return held;
 }
 
 Expected<SessionLock> lock_shared(const Session& session) {
-  std::string path = session.dir + "/lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return sys_error("open lock", path);
-  SessionLock held(fd);
+  auto held = open_lock(session, "lock");
+  if (!held) return held;
+  const int fd = held->fd();
   if (::flock(fd, LOCK_SH | LOCK_NB) == 0) return held;
-  if (errno != EWOULDBLOCK) return sys_error("lock", path);
+  if (errno != EWOULDBLOCK) return sys_error("lock", session.dir + "/lock");
   std::fprintf(stderr,
                "chock: waiting for session %s: it is held alone by an apply, an adopt or a removal%s\n",
                session.id.c_str(), holder(fd).c_str());
-  while (::flock(fd, LOCK_SH) != 0)
-    if (errno != EINTR) return sys_error("lock", path);
+  if (auto r = wait_for_lock(fd, LOCK_SH, session.dir + "/lock"); !r) return std::move(r).error();
   return held;
 }
 
 Expected<SessionLock> lock_record(const Session& session) {
-  std::string path = session.dir + "/record.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return sys_error("open the record lock", path);
-  SessionLock held(fd);
-  while (::flock(fd, LOCK_EX) != 0)
-    if (errno != EINTR) return sys_error("lock", path);
-  return held;
-}
-
-Expected<SessionLock> hold_mounts(const Session& session) {
-  std::string path = session.dir + "/mounts.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return sys_error("open the mounts lock", path);
-  SessionLock held(fd);
-  // Held by the last call's waiter until its sandbox is gone: a few
-  // milliseconds, or more under load, never long but for a file system that
-  // does not answer. Past kMountsWait the call goes on without it.
-  const auto until = std::chrono::steady_clock::now() + kMountsWait;
-  for (auto step = std::chrono::microseconds(200); ::flock(fd, LOCK_EX | LOCK_NB) != 0;
-       step = std::min(step * 2, std::chrono::microseconds(10'000))) {
-    if (errno != EWOULDBLOCK && errno != EINTR) return sys_error("lock", path);
-    if (std::chrono::steady_clock::now() >= until) {
-      std::fprintf(stderr,
-                   "chock: session %s: the last call's sandbox is still being taken down after %lld s; "
-                   "this call goes on\n",
-                   session.id.c_str(), static_cast<long long>(kMountsWait.count()));
-      return SessionLock();
-    }
-    std::this_thread::sleep_for(step);
-  }
+  auto held = open_lock(session, "record.lock");
+  if (!held) return held;
+  if (auto r = wait_for_lock(held->fd(), LOCK_EX, session.dir + "/record.lock"); !r)
+    return std::move(r).error();
   return held;
 }
 
 Expected<MountsHold> hold_mounts_for_call(const Session& session, bool shared,
                                           std::chrono::milliseconds within) {
-  std::string path = session.dir + "/mounts.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return sys_error("open the mounts lock", path);
-  MountsHold hold{SessionLock(fd), shared ? MountsHold::shared : MountsHold::alone};
+  const std::string path = session.dir + "/mounts.lock";
+  auto opened = open_lock(session, "mounts.lock");
+  if (!opened) return std::move(opened).error();
+  const int fd = opened->fd();
+  MountsHold hold{std::move(*opened), shared ? MountsHold::shared : MountsHold::alone};
   const int how = shared ? LOCK_SH : LOCK_EX;
   const auto until = std::chrono::steady_clock::now() + within;
   for (auto step = std::chrono::microseconds(200); ::flock(fd, how | LOCK_NB) != 0;
