@@ -212,7 +212,9 @@ TEST(HostSide, AQuestionPendingAtTheTerminalEndsWithTheCall) {
       command += " " + (a == "--" ? flags + " --" : quoted(a));
     // How long chock ran, measured on the terminal's side: script(1) itself
     // waits for its input to end.
-    const std::string timed = "t0=$(date +%s%N); " + command +
+    // The shell traps SIGINT (the terminal's ^C reaches its whole group) so
+    // that it lives to print the time; a trap is not inherited by chock.
+    const std::string timed = "trap : INT; t0=$(date +%s%N); " + command +
                               "; echo \"chock-ended-after $(( ($(date +%s%N) - t0) / 1000000 )) ms\"";
     RunOptions o;
     o.timeout = milliseconds(30000);
@@ -233,7 +235,7 @@ TEST(HostSide, AQuestionPendingAtTheTerminalEndsWithTheCall) {
   EXPECT_FALSE(interrupted.timed_out) << interrupted.out;
   EXPECT_TRUE(has(interrupted.out, "asks: go ahead?")) << interrupted.out;
   EXPECT_TRUE(has(interrupted.out, "chock: the call was cancelled")) << interrupted.out;
-  EXPECT_GT(interrupted_s, 2.9) << interrupted.out;
+  EXPECT_GT(interrupted_s, 2.5) << interrupted.out;
   EXPECT_LT(interrupted_s, 5.0) << interrupted.out;
   std::printf("host-side: a question pending: Ctrl-C after 3 s ended chock after %.3f s\n", interrupted_s);
 }
