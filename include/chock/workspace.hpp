@@ -303,7 +303,10 @@ struct OpenOptions {
   // git: over a settled base, link its index's shared half rather than copy
   // the index (the operator's .link_base_index; libgit2 cannot read it).
   bool link_base_index = false;
-  std::vector<std::string> deny;   // files to cover (added to the session's list)
+  std::vector<std::string> deny;  // files to cover (added to the session's list)
+  // Those of `deny` that may be missing from the project (the organisation's,
+  // which name no project); any other missing one refuses the open.
+  std::vector<std::string> deny_may_be_missing;
   std::vector<std::string> carry;  // git: ignored directories to carry in (added to the session's list)
   std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
   // Set: a call runs now (unix seconds), kept as the session's last_run in

@@ -282,6 +282,11 @@ Expected<session::Outcome> session::Call::Impl::run() {
   open.deny = request.deny;
   for (const auto& path : context->layers.deny_read())
     if (std::find(open.deny.begin(), open.deny.end(), path) == open.deny.end()) open.deny.push_back(path);
+  const auto& named_here = context->layers.project.deny_read;
+  for (const auto& path : context->layers.bundle.deny_read)
+    if (std::find(request.deny.begin(), request.deny.end(), path) == request.deny.end() &&
+        std::find(named_here.begin(), named_here.end(), path) == named_here.end())
+      open.deny_may_be_missing.push_back(path);
   open.progress = hooks.progress;
   open.progress_after_ms = hooks.progress_after_ms;
   open.carry = context->layers.project.carry;

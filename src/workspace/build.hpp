@@ -64,10 +64,20 @@ Expected<void> cover_denied(const Session& session, const std::vector<std::strin
 // Whether every one of `paths` that is in the project or the workspace is
 // covered by its notice already (cover_denied would write nothing).
 bool denied_in_place(const Session& session, const std::vector<std::string>& paths);
-// The deny paths that exist in the project as directories are refused; in a
-// git project, so are paths git has in any commit a ref reaches: the sandbox
-// reads the repository's objects, so their bytes would be in it.
-Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths);
+// The deny paths that exist in the project as directories are refused, and
+// those not in it at all but for `may_be_missing` (a misspelt path would
+// leave the real file readable); in a git project, so are paths git has in
+// any commit a ref reaches: the sandbox reads the repository's objects, so
+// their bytes would be in it.
+Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths,
+                                  const std::vector<std::string>& may_be_missing);
+// Other names (hard links) in the project of the session's denied files,
+// added to its denied paths (deny_links.cpp); refused where one cannot be
+// covered (git tracks it).
+Expected<void> deny_other_names(Session& session, const Project& project, Notes& notes);
+// Whether every name in the project of each denied file is a denied path
+// already (a cheap look at link counts; false: search again).
+bool deny_links_known(const Session& session);
 
 // Carried directories (carry.cpp): each checked against the project and
 // given its layers in the session; the ones already carried are left as they are.

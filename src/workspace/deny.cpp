@@ -1,9 +1,12 @@
 // Denied files: the notice stands where the file was, and the file's bytes
 // are never copied into the workspace.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -58,15 +61,50 @@ bool notice_in_place(int root_fd, const std::string& rel, uid_t owner) {
          std::memcmp(bytes, kDenyNotice, len) == 0;
 }
 
+// ", which has BIN.env" where the directory has the name in another case:
+// on a file system that ignores case the path would have named it.
+std::string spelt_otherwise(const std::string& root, const std::string& rel) {
+  const std::string dir = fs::join(root, fs::parent_of(rel));
+  const std::string base = fs::base_of(rel);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return {};
+  std::string found;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() == base.size() && name != base &&
+        std::equal(name.begin(), name.end(), base.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      found = name;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found.empty() ? std::string() : ", which has " + found + " beside it";
+}
+
 }  // namespace
 
-Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths) {
+Expected<void> check_deny_targets(const Project& project, const std::vector<std::string>& paths,
+                                  const std::vector<std::string>& may_be_missing) {
+  std::string missing;  // told after the history: a file git has is the graver reason
   for (const auto& p : paths) {
     struct stat st {};
-    if (::lstat(fs::join(project.root, p).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    const bool there = ::lstat(fs::join(project.root, p).c_str(), &st) == 0;
+    if (there && S_ISDIR(st.st_mode))
       return Error{"--deny " + p + ": is a directory in the project; name files", "", 0, Errc::bad_config};
+    if (!there && missing.empty() &&
+        std::find(may_be_missing.begin(), may_be_missing.end(), p) == may_be_missing.end())
+      missing = p;
   }
-  if (!project.git || project.head.empty() || paths.empty()) return {};
+  auto missing_error = [&]() -> Expected<void> {
+    if (missing.empty()) return {};
+    return Error{"--deny " + missing + ": no such file in the project (" + project.root + ")" +
+                     spelt_otherwise(project.root, missing) +
+                     "; a misspelt path would leave the real file readable: name a file that is there",
+                 "", 0, Errc::bad_config};
+  };
+  if (!project.git || project.head.empty() || paths.empty()) return missing_error();
   // One walk for every path: the newest commit that has any of them.
   std::vector<std::string> args{"--literal-pathspecs", "log",         "--all", "-1",
                                 "--format=%h",         "--name-only", "--"};
@@ -75,7 +113,7 @@ Expected<void> check_deny_targets(const Project& project, const std::vector<std:
   if (!found) return std::move(found).error();
   // "<commit>", "", then the denied paths that commit has.
   auto lines = git::split(*found, '\n');
-  if (lines.empty()) return {};
+  if (lines.empty()) return missing_error();
   const std::string& named = lines.size() > 2 ? lines[2] : paths.front();
   return Error{"--deny " + named + ": git has this file in commit " + lines.front() +
                    ", and the sandbox reads the repository's objects, so its bytes would be in it; deny only "

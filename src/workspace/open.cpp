@@ -66,7 +66,7 @@ bool changes_session(const OpenOptions& o, const Session& s) {
   if (s.kind == Kind::git)
     for (const auto& c : o.carry)
       if (std::find(s.carry.begin(), s.carry.end(), c) == s.carry.end()) return true;
-  return !build::denied_in_place(s, s.deny);
+  return !build::denied_in_place(s, s.deny) || !build::deny_links_known(s);
 }
 
 // The session shared with its other calls, its record read and written
@@ -119,6 +119,7 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
       added.push_back(d);
   // Denied paths are covered again on every call: a call may have replaced a notice.
   out.session.deny.insert(out.session.deny.end(), added.begin(), added.end());
+  if (auto r = build::deny_other_names(out.session, project, out.notes); !r) return std::move(r).error();
   if (auto r = build::add_carried(out.session, o.carry, out.notes); !r) return std::move(r).error();
   if (auto r = build::cover_denied(out.session, out.session.deny, out.notes); !r) return std::move(r).error();
   if (out.session.kind == Kind::git) {
@@ -150,9 +151,11 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
   if (!git && o.allow_dirty)
     out.notes.emplace_back("--allow-dirty has no effect on an overlay: it shows every file");
   UniqueFd base_lock;  // released once session.json names the base: gc sees the session from then on
-  Expected<void> built = git ? build::make_worktree(s, project, {o.allow_dirty, o.link_base_index}, out.notes,
-                                                    o.progress, o.progress_after_ms, base_lock)
-                             : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
+  Expected<void> built = build::deny_other_names(s, project, out.notes);
+  if (built)
+    built = git ? build::make_worktree(s, project, {o.allow_dirty, o.link_base_index}, out.notes, o.progress,
+                                       o.progress_after_ms, base_lock)
+                : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
   if (built) built = build::add_carried(s, o.carry, out.notes);
   s.last_run = o.last_run;
   if (built) built = save(s);
@@ -191,7 +194,8 @@ Expected<Opened> open(const OpenOptions& o) {
                  : o.project_is_root && !o.project.empty() ? Expected<build::Project>(std::move(located))
                                                            : build::locate_project(dir);
   if (!project) return std::move(project).error();
-  if (auto r = build::check_deny_targets(*project, o.deny); !r) return std::move(r).error();
+  if (auto r = build::check_deny_targets(*project, o.deny, o.deny_may_be_missing); !r)
+    return std::move(r).error();
   return o.session.empty() ? open_new(o, *project) : open_existing(o, *project);
 }
 
