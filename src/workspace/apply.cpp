@@ -30,14 +30,13 @@ namespace {
 // One apply at a time onto a repository, whoever runs it: held from the
 // last look at the branch to its fast-forward, so two applies never move the
 // branch and the working tree at once (the second then sees the branch moved
-// and refuses, its work parked). The file is in the repository, beside the
-// refs Chock keeps there, readable by all so any of its users can lock it.
+// and refuses, its work parked). The lock is on the repository's directory
+// itself, which every user of it can open: no file of Chock's is left in it.
 Expected<UniqueFd> lock_repository(const std::string& common_dir) {
-  const std::string path = common_dir + "/chock-apply.lock";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd) return sys_error("open the apply lock", path);
+  UniqueFd fd(::open(common_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return sys_error("open the repository to lock it for apply", common_dir);
   while (::flock(fd.get(), LOCK_EX) != 0)
-    if (errno != EINTR) return sys_error("lock the repository for apply", path);
+    if (errno != EINTR) return sys_error("lock the repository for apply", common_dir);
   return fd;
 }
 

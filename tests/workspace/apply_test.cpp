@@ -2,6 +2,7 @@
 // each the work is still at refs/chock/<session>, and a later apply works
 // once the cause is gone.
 #include <cstdlib>
+#include <filesystem>
 
 #include "chock/workspace.hpp"
 #include "support.hpp"
@@ -34,6 +35,9 @@ void expect_applied(const Fixture& f, const Work& w) {
   ASSERT_EQ(ok.status, 0) << describe(ok);
   EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "agent: rewrite a.txt");
   EXPECT_EQ(read_file(f.file("a.txt")), "alpha from the agent\n");
+  // Nothing of Chock's stays in the repository but the refs it parks work at.
+  for (const auto& entry : std::filesystem::directory_iterator(f.project() + "/.git"))
+    EXPECT_FALSE(entry.path().filename().string().starts_with("chock")) << entry.path();
 }
 
 TEST(Apply, RefusedOnADirtyTree) {
