@@ -32,6 +32,9 @@ struct Options {
 // memfd_create's flags from Linux 6.3 (Debian 12's headers predate them).
 inline constexpr unsigned kMfdNoexecSeal = 0x0008U;  // MFD_NOEXEC_SEAL: never executable, sealed so
 inline constexpr unsigned kMfdExec = 0x0010U;        // MFD_EXEC: executable, asked for by name
+// Every bit Linux does not define for memfd_create (those above, CLOEXEC,
+// ALLOW_SEALING, HUGETLB and the huge page size in bits 26-31).
+inline constexpr unsigned kMfdUnknown = ~(0x001fU | (0x3fU << 26U));
 // The SECCOMP_RET_TRACE data of memfd_create without MFD_NOEXEC_SEAL: the
 // keeper, which traces every process of the call, adds the flag before the
 // kernel sees the call (exit_watch.cpp). A memfd is then a file that can be

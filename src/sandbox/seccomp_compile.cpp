@@ -64,12 +64,15 @@ Expected<void> add(void* ctx, std::uint32_t action, int nr, const char* name,
   return {};
 }
 
-// A memfd is never executable: MFD_EXEC is refused as vm.memfd_noexec=2
-// refuses it, and a call without MFD_NOEXEC_SEAL goes to the keeper, which
-// adds it. The two conditions are disjoint, so no rule shadows the other.
+// A memfd is never executable: a well-formed MFD_EXEC is refused as
+// vm.memfd_noexec=2 refuses it, and a call without MFD_NOEXEC_SEAL goes to
+// the keeper, which adds it. The two conditions are disjoint, so no rule
+// shadows the other. A malformed call (unknown bits, or MFD_EXEC with
+// MFD_NOEXEC_SEAL) reaches the kernel, which says EINVAL as it would outside:
+// programs probe with bad flags and expect that answer.
 Expected<void> add_memfd_rules(void* ctx) {
   if (auto r = add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(memfd_create), "memfd_create",
-                   {low32_has_bits(1, kMfdExec)});
+                   {scmp_arg_cmp{1, SCMP_CMP_MASKED_EQ, kMfdUnknown | kMfdExec | kMfdNoexecSeal, kMfdExec}});
       !r)
     return r;
   return add(ctx, SCMP_ACT_TRACE(kTraceMemfdCreate), SCMP_SYS(memfd_create), "memfd_create",

@@ -204,6 +204,16 @@ int call_memfd_execveat() {
 int call_memfd_exec_flag() {
   return answer(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC | kMfdExec));
 }
+// A malformed call answered as the kernel answers it: unknown flag bits are
+// EINVAL, whatever else is set (Chromium probes with every bit set and
+// accepts only EINVAL, ENOSYS or EPERM).
+int call_memfd_unknown_flags() {
+  return answer(syscall(SYS_memfd_create, "attack", ~0U));
+}
+// MFD_EXEC with MFD_NOEXEC_SEAL contradicts itself: EINVAL, as the kernel says.
+int call_memfd_exec_and_seal() {
+  return answer(syscall(SYS_memfd_create, "attack", kMfdExec | kMfdNoexecSeal));
+}
 // Making one executable afterwards.
 int call_memfd_chmod_exec() {
   int mem = static_cast<int>(syscall(SYS_memfd_create, "attack", MFD_CLOEXEC));
@@ -483,6 +493,8 @@ const Case kCases[] = {
     CASE(memfd_exec_proc_fd),
     CASE(memfd_execveat),
     CASE(memfd_exec_flag),
+    CASE(memfd_unknown_flags),
+    CASE(memfd_exec_and_seal),
     CASE(memfd_chmod_exec),
     CASE(memfd_as_file),
     CASE(memfd_create_sealed),

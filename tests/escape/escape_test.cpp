@@ -200,9 +200,9 @@ TEST(NestedNamespaces, NoneIsMadeByAnyRoute) {
 // keeper, which adds MFD_NOEXEC_SEAL: no execute bit, and none can be set.
 TEST(Memfd, NeverRunsAndStillWorksAsAFile) {
   const std::pair<const char*, int> rows[] = {
-      {"memfd_exec_proc_fd", EACCES},  {"memfd_execveat", kKilled}, {"memfd_exec_flag", EACCES},
-      {"memfd_chmod_exec", EPERM},     {"memfd_create", kWorks},    {"memfd_as_file", kWorks},
-      {"memfd_create_sealed", kWorks},
+      {"memfd_exec_proc_fd", EACCES},  {"memfd_execveat", kKilled},     {"memfd_exec_flag", EACCES},
+      {"memfd_chmod_exec", EPERM},     {"memfd_create", kWorks},        {"memfd_as_file", kWorks},
+      {"memfd_create_sealed", kWorks}, {"memfd_unknown_flags", EINVAL}, {"memfd_exec_and_seal", EINVAL},
   };
   for (const auto& [attack, expected] : rows) {
     const Output out = sandboxed(attack, false);
@@ -221,6 +221,7 @@ TEST(Memfd, TheFilterAloneNeverLetsAnExecutableMemfdBy) {
       {"memfd_create", ENOSYS},
       {"memfd_exec_flag", EACCES},
       {"memfd_create_sealed", kWorks},
+      {"memfd_unknown_flags", EINVAL},
   };
   for (const auto& [attack, expected] : rows) {
     const Output out = run_process({program("filter-exec"), "--", program("attack"), attack});
