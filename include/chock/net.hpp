@@ -135,6 +135,10 @@ struct JudgeOptions {
   // connections dial the addresses checked the first time, so a name cannot
   // be rebound to another address mid-call, and a connection costs no lookup.
   bool lookup_once = false;
+  // Each refusal's line the first time a filtered call's relay makes it,
+  // while the call runs (a person waiting on a silent install learns the
+  // row to add at once). From a thread of the relay.
+  std::function<void(const std::string& line)> refused;
 };
 
 // One decision: the action judged, then (only when allowed) the lookup and

@@ -2,6 +2,7 @@
 // caller's Ctrl-C reaches it.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,10 @@ namespace chock::cli {
 // Prints Chock's own line about how the call ended (a signal, a setup step,
 // a missing command, a timeout), writes `result_file` if given, and returns
 // the exit status for `chock`.
-// `deadline` says which deadline a timed-out call met ("30 min, Chock's default").
+// `deadline` says which deadline a timed-out call met ("30 min, Chock's default");
+// a line `said` already (a refusal said as it happened) is not said again.
 int finish(const Result& result, const std::vector<std::string>& argv, const std::string& result_file,
-           const std::string& deadline = {});
+           const std::string& deadline = {}, const std::function<bool(const std::string&)>& said = {});
 
 // Writes `result_file` (if given) with the call's result as JSON.
 void write_result(const Result& result, const std::string& result_file);

@@ -56,8 +56,12 @@ int run_sandbox(SandboxOptions& o) {
     table.add(policy::Layer::project, *rule);
   }
   session::NetRules rules(table, {}, false, terminal_ask());
+  session::LiveRefusals live(
+      [](const std::string& line) { std::fprintf(stderr, "chock: %s\n", line.c_str()); });
   if (c.network == Network::filtered) {
-    c.judge = session::call_judge(rules, {});
+    net::JudgeOptions judge_options;
+    judge_options.refused = [&live](const std::string& line) { live(line); };
+    c.judge = session::call_judge(rules, std::move(judge_options));
     session::add_connect_client(c);
   }
   if (o.user >= 0) c.user = static_cast<uid_t>(o.user);
@@ -83,7 +87,7 @@ int run_sandbox(SandboxOptions& o) {
   Result r = child->wait(cancel.fd());
   child->detach();     // chock exits next: the keeper's teardown is the kernel's
   terminal->finish();  // the program's last output before chock's own line
-  return finish(r, c.argv, o.result_file);
+  return finish(r, c.argv, o.result_file, {}, [&live](const std::string& line) { return live.said(line); });
 }
 
 }  // namespace

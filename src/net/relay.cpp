@@ -211,8 +211,16 @@ bool Relay::add_refusal(const std::string& line) {
 }
 
 void Relay::refuse(const std::string& line) {
-  std::lock_guard lock(mutex_);
-  add_refusal(line);
+  bool first = false;
+  {
+    std::lock_guard lock(mutex_);
+    first = add_refusal(line);
+  }
+  if (first) tell(line);
+}
+
+void Relay::tell(const std::string& line) const {
+  if (judge_->options().refused) judge_->options().refused(line);
 }
 
 void Relay::serve() {
@@ -278,6 +286,7 @@ void Relay::answer_queries() {
         first = add_refusal(line);
       }
       if (first) {
+        tell(line);
         judge_->record("net.connect", {{"name", r.host.text},
                                        {"action", "net.connect." + r.host.labels + ".*"},
                                        {"decision", r.ruling.decision},

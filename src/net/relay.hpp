@@ -65,6 +65,8 @@ class Relay {
 
  private:
   void serve();
+  // A refusal's line, the first time it is made, to JudgeOptions::refused.
+  void tell(const std::string& line) const;
   void answer_queries();
   void accept_links(int listener);
   void serve_broker();

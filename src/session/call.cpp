@@ -172,8 +172,10 @@ class InSession {
     // A filtered call's names and connections are judged by the policy table,
     // asked of whoever stands for the person, and logged as they happen.
     NetRules net_rules(context_.layers.table, s.always, true, c_.hooks.ask);
+    LiveRefusals live(say);
     if (config.network == Network::filtered) {
       net::JudgeOptions judge_options;
+      judge_options.refused = [&live](const std::string& line) { live(line); };
       judge_options.allowed_private = private_ranges(context_.layers.operator_file);
       judge_options.record = [&events](std::string_view event, const nlohmann::json& fields) {
         events.add(event, fields);
@@ -214,7 +216,8 @@ class InSession {
     io->finish();
     if (task) c_.as_task->drained();
     if (c_.hooks.ended) c_.hooks.ended();
-    for (const auto& line : end_lines(r, config.argv, out.deadline)) say(line);
+    for (const auto& line : end_lines(r, config.argv, out.deadline))
+      if (!live.said(line)) say(line);
     if (config.judge) {
       events.add("network.summary", config.judge->summary());
       keep_always(s, net_rules, say);

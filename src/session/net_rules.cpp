@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "util/dirs.hpp"
+#include "util/escape.hpp"
 
 namespace chock::session {
 
@@ -125,6 +126,20 @@ void add_connect_client(Config& config) {
       path = true;
     }
   if (!path) config.env->push_back(std::string("PATH=/usr/local/bin:/usr/bin:/bin:") + kConnectDirInside);
+}
+
+void LiveRefusals::operator()(const std::string& line) {
+  const std::string shown = printable(line);
+  {
+    std::lock_guard lock(mutex_);
+    if (!said_.insert(shown).second) return;
+  }
+  say_(shown);
+}
+
+bool LiveRefusals::said(const std::string& line) const {
+  std::lock_guard lock(mutex_);
+  return said_.count(line) > 0;
 }
 
 std::shared_ptr<net::Judge> call_judge(NetRules& rules, net::JudgeOptions options) {

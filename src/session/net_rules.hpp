@@ -7,7 +7,9 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,21 @@ inline constexpr const char* kConnectDirInside = "/run/chock/bin";
 // /run/chock/bin/chock-connect, and that directory at the end of its PATH.
 // Nothing when it is not there (a build without it): the broker still is.
 void add_connect_client(Config& config);
+
+// A filtered call's refusals said as they happen (JudgeOptions::refused),
+// escaped, each once; the call's end then leaves out what was said.
+class LiveRefusals {
+ public:
+  explicit LiveRefusals(std::function<void(const std::string& line)> say) : say_(std::move(say)) {}
+  void operator()(const std::string& line);
+  // Whether `line` (as end_lines gives it, escaped) was said already.
+  [[nodiscard]] bool said(const std::string& line) const;
+
+ private:
+  std::function<void(const std::string& line)> say_;
+  mutable std::mutex mutex_;
+  std::set<std::string> said_;
+};
 
 // The judge of a filtered call: `rules` (which must outlive it) decide,
 // asking about a connect as "a program of the call connects: ACTION".

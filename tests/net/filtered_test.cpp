@@ -418,5 +418,52 @@ TEST(Filtered, AFileBindMountedInEtcDoesNotStopAFilteredCall) {
   EXPECT_FALSE(has(read_file(dir / "resolv.conf"), "Written by Chock"));
 }
 
+// A refusal is said when it happens, while the program still runs (an
+// `npm install` with no rule for its registry would otherwise run on in
+// silence), and not again at the end: through `chock run` and `chock sandbox`.
+TEST(Filtered, ARefusalIsSaidWhileTheProgramStillRuns) {
+  CHOCK_NEED_WORLD();
+  NetProject p(Rules{{"net.connect.test.chock.denied.*", "deny"}});
+  write_file(p.path() + "/chock.zon",
+             ".{ .network = .filtered, .policy = .{ .rules = .{\n"
+             "    .{ .action = \"net.connect.test.chock.denied.*\", .decision = .deny } } } }\n");
+  const std::string script =
+      "curl -sS -m 5 http://denied.chock.test/ 2>/dev/null; sleep 3; echo program-goes-on >&2";
+  auto quoted = [](const std::string& a) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  const std::vector<std::vector<std::string>> runs = {
+      {"run", "--project", p.path(), "--", "sh", "-c", script},
+      {"sandbox", "--net", "filtered", "--policy-rule", "net.connect.test.chock.denied.*=deny", "--", "sh",
+       "-c", script}};
+  for (const auto& args : runs) {
+    std::string command = quoted(chock_binary());
+    for (const auto& a : args) command += " " + quoted(a);
+    // Each line of chock's stderr with the time it arrived, in ms.
+    RunOptions o;
+    o.timeout = std::chrono::milliseconds(60000);
+    const Output out = run_process(
+        {"sh", "-c",
+         command +
+             " 2>&1 >/dev/null | while IFS= read -r l; do echo \"$(($(date +%s%N) / 1000000)) $l\"; done"},
+        o);
+    auto at = [&](const std::string& part) -> long long {
+      const auto where = out.out.find(part);
+      if (where == std::string::npos) return -1;
+      const auto line = out.out.rfind('\n', where);
+      return std::stoll(out.out.substr(line == std::string::npos ? 0 : line + 1));
+    };
+    const long long refused = at("the call's resolver refused denied.chock.test");
+    const long long went_on = at("program-goes-on");
+    ASSERT_GE(refused, 0) << args[0] << "\n" << out.out;
+    ASSERT_GE(went_on, 0) << args[0] << "\n" << out.out;
+    EXPECT_GE(went_on - refused, 2000) << args[0] << ": said only after the program went on\n" << out.out;
+    const std::string line = "refused denied.chock.test";
+    EXPECT_EQ(out.out.find(line), out.out.rfind(line)) << args[0] << ": said twice\n" << out.out;
+  }
+}
+
 }  // namespace
 }  // namespace chock::test
