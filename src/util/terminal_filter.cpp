@@ -81,7 +81,7 @@ void TerminalFilter::feed(std::string_view in, std::string& out) {
           if (state_ == State::escape_charset) {
             seq_.push_back(static_cast<char>(c));
             out += seq_;
-            charset_ = charset_ || seq_ != "\x1b(B";
+            if (seq_[1] == '(') g0_special_ = c != 'B';  // G0 is the set shown unless shifted out
           }
           state_ = State::ground;
         } else if (c >= 0x80) {
@@ -108,7 +108,7 @@ void TerminalFilter::control(unsigned char c, std::string& out) {
     state_ = State::ground;
   } else if (ordinary_control(c)) {
     out.push_back(static_cast<char>(c));
-    if (c == 0x0E) charset_ = true;  // SO: the G1 set until SI
+    if (c == 0x0E || c == 0x0F) shifted_ = c == 0x0E;  // SO: the G1 set until SI
   }
   // The rest (ENQ, which a terminal answers, NUL, DC1...) are dropped.
 }
@@ -394,10 +394,10 @@ std::string TerminalFilter::finish() {
         "\x1b"
         "7\x1b[r\x1b"
         "8";  // the region's reset homes the cursor: saved around it
-  if (charset_) out += "\x0f\x1b(B";
+  if (g0_special_ || shifted_) out += "\x0f\x1b(B";
   if (sgr_) out += "\x1b[m";
   modes_.clear();
-  keypad_ = sgr_ = charset_ = region_ = insert_ = false;
+  keypad_ = sgr_ = g0_special_ = shifted_ = region_ = insert_ = false;
   return out;
 }
 

@@ -67,7 +67,8 @@ class TerminalFilter {
   bool too_long_ = false;       // the sequence ran past its limit: dropped
   // What the call changed, for finish(): DEC private mode -> last set.
   std::map<int, bool> modes_;
-  bool keypad_ = false, sgr_ = false, charset_ = false, region_ = false, insert_ = false;
+  bool keypad_ = false, sgr_ = false, region_ = false, insert_ = false;
+  bool g0_special_ = false, shifted_ = false;  // line drawing (ESC ( 0) or SO left in place
 };
 
 }  // namespace chock

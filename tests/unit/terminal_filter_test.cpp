@@ -178,7 +178,7 @@ TEST(TerminalFilter, ModesThatWouldOutliveTheCallAreDroppedOrPutBack) {
 TEST(TerminalFilter, AModeTheCallPutBackItselfIsNotPutBackAgain) {
   TerminalFilter f;
   std::string out;
-  f.feed("\x1b[?1049h\x1b[?25l\x1b=\x1b[1mx\x1b[0m\x1b>\x1b[?25h\x1b[?1049l", out);
+  f.feed("\x1b[?1049h\x1b[?25l\x1b=\x1b[1mx\x1b[0m\x1b>\x1b[?25h\x1b[?1049l\x1b(0q\x1b(B\x0eq\x0f", out);
   EXPECT_EQ(f.finish(), "");
 }
 
