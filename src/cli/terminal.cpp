@@ -159,16 +159,19 @@ void TerminalRelay::relay() {
     pollfd fds[5] = {{open[0] ? from[0] : -1, POLLIN, 0},
                      {open[1] ? from[1] : -1, POLLIN, 0},
                      {open[2] ? from[2] : -1, POLLIN, 0},
-                     {stop_[0].get(), POLLIN, 0},
+                     {stopping ? -1 : stop_[0].get(), POLLIN, 0},  // its byte stays: once seen, left out
                      {input_open ? 0 : -1, POLLIN, 0}};
-    // Once the call has ended, what it wrote is drained; a process of it that
-    // still held an output is gone within moments, so the wait is bounded.
+    // Once the call has ended, what it wrote is drained. A pipe holds all of
+    // it already (its processes are gone; the keeper, which still holds the
+    // pipe until its own slower exit, is not waited for): read until empty.
+    // A terminal's bytes may still be on their way through its line
+    // discipline: read until its last holder is gone, a bounded wait.
     int timeout = -1;
     if (stopping) {
       auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(stop_by - std::chrono::steady_clock::now());
       if (left.count() <= 0) return;
-      timeout = static_cast<int>(left.count());
+      timeout = open[0] ? static_cast<int>(left.count()) : 0;
     }
     int n = ::poll(fds, 5, timeout);
     if (n < 0 && errno == EINTR) continue;
