@@ -14,7 +14,8 @@
 // INTERLEAVE_EXIT=1, three more: the wall time to the command's own exit,
 // which is what its caller waits for (the wall time above runs until every
 // process under it is reaped: a teardown the command left to a process of
-// its own is in that one, not in this).
+// its own is in that one, not in this). With INTERLEAVE_STDOUT=FILE, their
+// stdout and stderr are FILE instead, opened for appending (as `>> log`).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -65,8 +66,9 @@ int main(int argc, char** argv) {
   const int show_exit = getenv("INTERLEAVE_EXIT") != NULL && strcmp(getenv("INTERLEAVE_EXIT"), "1") == 0;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  const char* out = getenv("INTERLEAVE_STDOUT") != NULL ? getenv("INTERLEAVE_STDOUT") : "/dev/null";
+  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   double cpu_before = 0;
   for (int r = -warmup; r < runs; ++r) {

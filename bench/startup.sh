@@ -3,6 +3,9 @@
 # same job (every namespace, a new session, the toolchain read-only, a fresh
 # /proc and /dev), in the same run, as the caller and as an unprivileged uid.
 #   bench/startup.sh [CHOCK_BINARY] [RUNS]
+# With INTERLEAVE_STDOUT=FILE, every command's stdout and stderr are FILE,
+# opened for appending, instead of /dev/null (chock then relays the call's
+# output through a pipe: issue 54, class 4).
 # The commands take turns (bench/interleave.c), so a change in the machine's
 # load falls on all of them alike. Prints a Markdown table of medians (and
 # the 10th to 90th percentile) in ms, the ratio chock/bwrap, and the kernel's

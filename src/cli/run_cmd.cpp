@@ -26,7 +26,8 @@ struct RunOptions {
   std::string net;  // empty: the project's .network, else none
   double timeout_seconds = 0;
   std::string result_file;
-  bool json = false;  // the outputs captured, one JSON object on stdout (json_capture.hpp)
+  bool json = false;          // the outputs captured, one JSON object on stdout (json_capture.hpp)
+  bool raw_terminal = false;  // the call's bytes to the terminal unfiltered
   config::LayerOptions layers;
 };
 
@@ -52,8 +53,9 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   r.policy_rules = o.layers.policy_rules;
   if (json != nullptr) r.stdio = {0, json->program_stdout(), json->program_stderr()};
   // The call never holds the person's terminal: a pseudo-terminal of its own, relayed.
-  auto terminal = json != nullptr || r.background ? Expected<TerminalRelay>(TerminalRelay())
-                                                  : TerminalRelay::prepare(r.stdio, r.pass_stdin);
+  auto terminal = json != nullptr || r.background
+                      ? Expected<TerminalRelay>(TerminalRelay())
+                      : TerminalRelay::prepare(r.stdio, r.pass_stdin, o.raw_terminal);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   // Ctrl-C, a hangup or a SIGTERM cancels the call: every process of it ends.
   CancelSignals cancel;
@@ -128,6 +130,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
   cmd->add_flag("--stdin", o->request.pass_stdin,
                 "Pass the caller's stdin to the command (otherwise /dev/null)");
+  cmd->add_flag("--raw-terminal", o->raw_terminal,
+                "Relay what the command writes to the terminal unfiltered (otherwise OSC, DCS, queries the "
+                "terminal answers and modes that outlive the call are dropped)");
   cmd->add_flag("--json", o->json,
                 "Capture the command's stdout and stderr and Chock's own lines, and print one JSON object "
                 "(docs/schemas/run.schema.json)")

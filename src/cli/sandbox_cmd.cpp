@@ -29,6 +29,7 @@ struct SandboxOptions {
   std::vector<std::string> command;
   std::vector<std::string> policy_rules;  // --policy-rule, for --net filtered
   LimitFlags limits;
+  bool raw_terminal = false;  // the call's bytes to the terminal unfiltered
 };
 
 int run_sandbox(SandboxOptions& o) {
@@ -78,7 +79,7 @@ int run_sandbox(SandboxOptions& o) {
         "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
         "executable at once); every blocked call still kills, io_uring is still refused\n");
   }
-  auto terminal = TerminalRelay::prepare(c);
+  auto terminal = TerminalRelay::prepare(c, o.raw_terminal);
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   auto child = spawn(c);
@@ -136,6 +137,9 @@ void add_sandbox_command(CLI::App& app, Action& action) {
       ->type_name("UID")
       ->check(CLI::Range(1LL, 4294967294LL));
   sub->add_flag("--stdin", o->config.pass_stdin, "Pass the caller's stdin (otherwise /dev/null)");
+  sub->add_flag("--raw-terminal", o->raw_terminal,
+                "Relay what the command writes to the terminal unfiltered (otherwise OSC, DCS, queries the "
+                "terminal answers and modes that outlive the call are dropped)");
   sub->add_flag(
       "--allow-jit", o->config.allow_jit,
       "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
