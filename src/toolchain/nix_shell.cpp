@@ -260,7 +260,12 @@ std::string find_nix() {
   return find_on_path("nix");
 }
 
-Expected<std::optional<DevShell>> dev_shell(const std::string& project_root) {
+std::string content_sha256(const DevShellFile& file) {
+  return sha256_hex(defining_bytes(file));
+}
+
+Expected<std::optional<DevShell>> dev_shell(const std::string& project_root,
+                                            const std::string& allowed_sha256) {
   auto file = find_dev_shell(project_root);
   if (!file) return std::optional<DevShell>();
   const std::string nix = find_nix();
@@ -268,7 +273,10 @@ Expected<std::optional<DevShell>> dev_shell(const std::string& project_root) {
   auto dir = answers_dir(project_root);
   if (!dir) return std::move(dir).error();
   if (auto made = fs::make_dirs(*dir, 0700); !made) return std::move(made).error();
-  const std::string key = sha256_hex(defining_bytes(*file));
+  const std::string key = content_sha256(*file);
+  if (key != allowed_sha256)
+    return Error{file->path + " changed after it was checked against what was allowed; it is not evaluated",
+                 "", 0, Errc::bad_config};
   const std::string base = *dir + "/" + key.substr(0, 16);
   std::optional<DevShell> shell = read_answer(base + ".json", key);
   if (shell) {
