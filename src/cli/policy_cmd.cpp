@@ -40,7 +40,8 @@ nlohmann::json answer_json(const std::string& action, const policy::Answer& a) {
 }
 
 // The actions Chock itself asks about are always shown, named by a rule or not.
-constexpr const char* kSandboxActions[] = {policy::kSandboxJit, policy::kWorkspaceApply};
+constexpr const char* kSandboxActions[] = {policy::kSandboxJit, policy::kWorkspaceApply,
+                                           policy::kToolchainNix};
 
 Expected<config::Layers> load(const PolicyOptions& o) {
   auto root = workspace::project_root(o.project);
