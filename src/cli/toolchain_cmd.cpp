@@ -79,6 +79,9 @@ int run(Verb verb, const ToolchainOptions& o) {
                 vouched ? " (the organisation bundle allows every one)" : "");
   else if (never)
     std::printf("calls run on the host's toolchain: it is never evaluated\n");
+  else if (state->consent == toolchain::Consent::denied)
+    std::printf("calls run on the host's toolchain and nobody is asked; `%s` allows it\n",
+                toolchain::allow_command(*root).c_str());
   else
     std::printf("calls run on the host's toolchain, or ask at a terminal; `%s` allows it\n",
                 toolchain::allow_command(*root).c_str());

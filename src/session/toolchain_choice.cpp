@@ -11,7 +11,7 @@ namespace chock::session {
 namespace {
 
 std::string layer_rule(const policy::Answer::LayerAnswer& l) {
-  if (!l.rule) return std::string("the ") + policy::layer_name(l.layer) + "'s default";
+  if (!l.rule) return "no rule names it";
   return std::string("the ") + policy::layer_name(l.layer) + " rule " + l.rule->action + " = " +
          policy::decision_name(l.rule->decision) + " at " + l.rule->origin;
 }
