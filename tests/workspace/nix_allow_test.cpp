@@ -195,5 +195,29 @@ TEST_F(NixAllow, DenyStopsAnAllowedShellAndForgetsItsAnswer) {
   EXPECT_EQ(kept.out, "") << "the denied shell's answer is still kept";
 }
 
+// A background call's runner has nobody to ask either: its task runs on
+// the host's toolchain until the content is allowed, then on the shell.
+TEST_F(NixAllow, ABackgroundTaskEvaluatesOnlyAnAllowedShell) {
+  write_hostile();
+  auto task = [this](const std::string& script) {
+    auto started = run(script, {"--background"});
+    EXPECT_EQ(started.status, 0) << describe(started);
+    const std::string id = started.out.substr(0, started.out.find('\n'));
+    auto waited = chock({"tasks", "wait", id, "--timeout", "120"});
+    EXPECT_EQ(waited.status, 0) << describe(waited);
+    return waited.out;
+  };
+  const std::string refused = task(kOnHost);
+  // The task's output holds the runner's own lines too.
+  EXPECT_TRUE(has(refused, "\nhost\n")) << refused;
+  EXPECT_TRUE(has(refused, "is not evaluated: it was never allowed, and nobody is at a terminal")) << refused;
+  EXPECT_FALSE(has(refused, secret_)) << refused;
+  EXPECT_EQ(nix_runs(), 0) << "a task evaluated a shell nobody allowed";
+  EXPECT_FALSE(marker_written());
+  allow();
+  EXPECT_TRUE(task("echo \"$SECRET\"").ends_with("\n" + secret_ + "\n"));
+  EXPECT_EQ(evaluations(), 1);
+}
+
 }  // namespace
 }  // namespace chock::test::ws
