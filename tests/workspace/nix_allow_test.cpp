@@ -219,5 +219,39 @@ TEST_F(NixAllow, ABackgroundTaskEvaluatesOnlyAnAllowedShell) {
   EXPECT_EQ(evaluations(), 1);
 }
 
+// chock mcp has no terminal and asks no client about this: an agent's
+// run_command in a project nobody allowed runs on the host's toolchain, and
+// Chock's line in the tool's result says how the person allows it.
+TEST_F(NixAllow, AnMcpCallNeverEvaluatesAShellNobodyAllowed) {
+  write_hostile();
+  const std::string call =
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":["sh","-c",")" +
+      std::string(kOnHost) + R"("]}}})";
+  // Its input stays open while the call runs: an ended input cancels it.
+  const std::string input =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+      "\n" +
+      call + "\n";
+  write_file(dir_.path() + "/mcp-input", input);
+  RunOptions o = f.options();
+  o.timeout = std::chrono::seconds(120);
+  auto r = run_process(
+      {"sh", "-c", "(cat \"$0\"; sleep 8) | \"$1\" mcp", dir_.path() + "/mcp-input", chock_binary()}, o);
+  std::string answer;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);)
+    if (has(l, "\"id\":2")) answer = l;
+  ASSERT_FALSE(answer.empty()) << describe(r);
+  EXPECT_TRUE(has(answer, "host\\n")) << answer;
+  EXPECT_TRUE(has(answer, "is not evaluated: it was never allowed, and nobody is at a terminal")) << answer;
+  EXPECT_TRUE(has(answer, "chock toolchain allow --project " + f.project())) << answer;
+  EXPECT_FALSE(has(answer, secret_)) << answer;
+  EXPECT_EQ(nix_runs(), 0) << "an MCP call evaluated a shell nobody allowed";
+  EXPECT_FALSE(marker_written());
+  EXPECT_EQ(derivations_with_secret(), 0);
+}
+
 }  // namespace
 }  // namespace chock::test::ws
