@@ -155,6 +155,10 @@ TEST_F(NixAllow, AnOrganisationsDenyHoldsAnAllowedShellAndAProjectsAllowIsNoYes)
   ASSERT_EQ(own.status, 0) << describe(own);
   EXPECT_TRUE(own.out.starts_with("host\n")) << describe(own);
   EXPECT_EQ(nix_runs(), 0) << "the project's own allow evaluated its shell";
+  auto explained = chock({"policy", "explain", "toolchain.nix"});
+  EXPECT_TRUE(has(explained.out, "toolchain.nix: allow (project, " + f.file("chock.zon")) &&
+              has(explained.out, "; read as ask: only the organisation bundle's allow needs no yes"))
+      << describe(explained);
   allow();
   const std::string bundle = dir_.path() + "/bundle.zon";
   write_file(bundle,
