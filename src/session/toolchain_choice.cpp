@@ -86,6 +86,7 @@ Expected<std::optional<toolchain::DevShell>> choose_toolchain(const std::string&
   if (!gate.evaluate) return Shell();
   return toolchain::dev_shell(project_root, state->sha256);
 }
+
 void use_dev_shell(const toolchain::DevShell& shell, Config& config) {
   if (!config.env) config.env.emplace();
   toolchain::apply_variables(shell, *config.env, {"HOME", "TMPDIR", "XDG_CACHE_HOME"});

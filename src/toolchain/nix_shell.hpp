@@ -43,9 +43,10 @@ struct DevShell {
   std::string env_program;    // and as /usr/bin/env
 };
 
-// The SHA-256 (hex) of the bytes that define the shell (the file, and a
-// flake's lock): what the person allows (toolchain/consent.hpp), and the key
-// the shell's answer is kept under.
+// The SHA-256 (hex) of what defines the shell: of shell.nix (as sha256sum
+// says it), or of "flake.nix <its sha256>\nflake.lock <its sha256 or none>\n".
+// What the person allows (toolchain/consent.hpp), and the key the shell's
+// answer is kept under.
 std::string content_sha256(const DevShellFile& file);
 
 // The project's dev shell: from the cache when the files that define it are

@@ -95,6 +95,9 @@ TEST_F(NixAllow, AHostileShellNixIsNotEvaluatedWithoutAYesAndAChangedByteAsksAga
   auto status = chock({"toolchain", "status"});
   EXPECT_EQ(status.status, 0) << describe(status);
   EXPECT_TRUE(has(status.out, "never allowed")) << describe(status);
+  // The hash is what sha256sum says, so a person can check what they allow.
+  const std::string sum = run_process({"sha256sum", f.file("shell.nix")}).out.substr(0, 64);
+  EXPECT_TRUE(has(status.out, "shell.nix (sha256 " + sum + ")")) << describe(status) << sum;
 
   // The person allows it: the dev shell is the toolchain, and what the
   // file does it now does (which is what the checks above would have seen).
