@@ -57,6 +57,8 @@ void add_doctor_command(CLI::App& app, Action& action);
 
 // cache_cmd.cpp
 void add_cache_command(CLI::App& app, Action& action);
+// toolchain_cmd.cpp: `toolchain allow|deny|status`
+void add_toolchain_command(CLI::App& app, Action& action);
 
 // credentials_cmd.cpp
 void add_credentials_command(CLI::App& app, Action& action);

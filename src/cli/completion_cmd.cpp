@@ -48,7 +48,8 @@ std::string bash_script() {
   std::map<std::string, Level> levels;
   collect(app, "", levels);
   std::string actions;
-  for (const char* a : {policy::kSandboxJit, policy::kWorkspaceApply, policy::kMemoryWrite})
+  for (const char* a :
+       {policy::kSandboxJit, policy::kWorkspaceApply, policy::kMemoryWrite, policy::kToolchainNix})
     actions += std::string(a) + "= ";
   actions += "net.connect. net.fetch. device.usb. device.tty. device.path.dev. mcp. tool.";
   std::string s =

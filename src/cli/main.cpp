@@ -24,13 +24,21 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e, const char* subco
 
 using AddCommand = void (*)(CLI::App&, chock::cli::Action&);
 constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
-    {"sandbox", chock::cli::add_sandbox_command},       {"run", chock::cli::add_run_command},
-    {"apply", chock::cli::add_apply_command},           {"workspace", chock::cli::add_workspace_command},
-    {"policy", chock::cli::add_policy_command},         {"sessions", chock::cli::add_sessions_command},
-    {"doctor", chock::cli::add_doctor_command},         {"fetch", chock::cli::add_fetch_command},
-    {"cache", chock::cli::add_cache_command},           {"credentials", chock::cli::add_credentials_command},
-    {"memory", chock::cli::add_memory_command},         {"memory-tool", chock::cli::add_memory_tool_command},
-    {"tasks", chock::cli::add_tasks_command},           {"mcp", chock::cli::add_mcp_command},
+    {"sandbox", chock::cli::add_sandbox_command},
+    {"run", chock::cli::add_run_command},
+    {"apply", chock::cli::add_apply_command},
+    {"workspace", chock::cli::add_workspace_command},
+    {"policy", chock::cli::add_policy_command},
+    {"sessions", chock::cli::add_sessions_command},
+    {"doctor", chock::cli::add_doctor_command},
+    {"fetch", chock::cli::add_fetch_command},
+    {"cache", chock::cli::add_cache_command},
+    {"toolchain", chock::cli::add_toolchain_command},
+    {"credentials", chock::cli::add_credentials_command},
+    {"memory", chock::cli::add_memory_command},
+    {"memory-tool", chock::cli::add_memory_tool_command},
+    {"tasks", chock::cli::add_tasks_command},
+    {"mcp", chock::cli::add_mcp_command},
     {"completion", chock::cli::add_completion_command},
 };
 

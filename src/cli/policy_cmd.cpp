@@ -10,6 +10,7 @@
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "cli/layer_flags.hpp"
+#include "session/toolchain_choice.hpp"
 
 namespace chock::cli {
 
@@ -40,7 +41,8 @@ nlohmann::json answer_json(const std::string& action, const policy::Answer& a) {
 }
 
 // The actions Chock itself asks about are always shown, named by a rule or not.
-constexpr const char* kSandboxActions[] = {policy::kSandboxJit, policy::kWorkspaceApply};
+constexpr const char* kSandboxActions[] = {policy::kSandboxJit, policy::kWorkspaceApply,
+                                           policy::kToolchainNix};
 
 Expected<config::Layers> load(const PolicyOptions& o) {
   auto root = workspace::project_root(o.project);
@@ -62,12 +64,16 @@ std::string default_words(policy::Layer layer) {
   return "";
 }
 
-std::string answer_line(const policy::Answer& a) {
+std::string answer_line(const std::string& action, const policy::Answer& a) {
   std::string out = policy::decision_name(a.decision);
   out += " (";
   out += policy::layer_name(a.deciding_layer);
   out += a.deciding_rule ? ", " + a.deciding_rule->origin : std::string(", by default");
-  return out + ")";
+  out += ")";
+  // The project is what asks to have its dev shell evaluated: its own allow is no yes.
+  if (action == policy::kToolchainNix && a.decision == policy::Decision::allow && !session::bundle_vouches(a))
+    out += "; read as ask: only the organisation bundle's allow needs no yes";
+  return out;
 }
 
 int show(const PolicyOptions& o) {
@@ -100,7 +106,7 @@ int show(const PolicyOptions& o) {
   }
   std::printf("answers:\n");
   for (const auto& action : actions)
-    std::printf("  %-40s %s\n", action.c_str(), answer_line(layers->table.decide(action)).c_str());
+    std::printf("  %-40s %s\n", action.c_str(), answer_line(action, layers->table.decide(action)).c_str());
   return 0;
 }
 
@@ -119,7 +125,7 @@ int explain(const PolicyOptions& o) {
     std::printf("%s\n", answer_json(o.action, a).dump(2).c_str());
     return 0;
   }
-  std::printf("%s: %s\n", o.action.c_str(), answer_line(a).c_str());
+  std::printf("%s: %s\n", o.action.c_str(), answer_line(o.action, a).c_str());
   for (const auto& l : a.layers) {
     std::string why = l.rule ? l.rule->action + " at " + l.rule->origin : default_words(l.layer);
     std::printf("  %-13s %-6s %s\n", policy::layer_name(l.layer), policy::decision_name(l.decision),

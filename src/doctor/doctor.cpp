@@ -73,8 +73,10 @@ Expected<std::vector<Row>> check(const Options& options) {
   }
   if (!found) return std::move(found).error();
   const workspace::build::Project* project = &*found;
-  auto jit = jit_answer(options, project->root);
+  auto jit = policy_answer(options, project->root, policy::kSandboxJit);
   if (!jit) return std::move(jit).error();
+  auto nix = policy_answer(options, project->root, policy::kToolchainNix);
+  if (!nix) return std::move(nix).error();
 
   Context context;
   auto identity = sandbox::plan_identity(Config{});
@@ -121,7 +123,7 @@ Expected<std::vector<Row>> check(const Options& options) {
   rows.push_back(tmpfs_row(context));
   for (Row& r : filtered_network_rows()) rows.push_back(std::move(r));
   rows.push_back(device_row(options, project->root));
-  rows.push_back(toolchain_row(project->root));
+  rows.push_back(toolchain_row(project->root, *nix));
   rows.push_back(git_row(project->git, git_why));
   rows.push_back(space_row());
   rows.push_back(disk_row());

@@ -39,14 +39,15 @@ std::string answer_words(const policy::Answer& a) {
 
 }  // namespace
 
-Expected<policy::Answer> jit_answer(const Options& options, const std::string& project_root) {
+Expected<policy::Answer> policy_answer(const Options& options, const std::string& project_root,
+                                       const char* action) {
   config::LayerOptions layers_options;
   layers_options.project_dir = project_root;
   layers_options.org_bundle = options.org_bundle;
   layers_options.policy_rules = options.policy_rules;
   auto layers = config::load_layers(layers_options);
   if (!layers) return std::move(layers).error();
-  return layers->table.decide(policy::kSandboxJit);
+  return layers->table.decide(action);
 }
 
 Row write_execute_row(const policy::Answer& answer, const ChildResult& strict_filter) {

@@ -84,12 +84,15 @@ struct Context {
 [[nodiscard]] Row space_row();
 
 // policy_probe.cpp: the organisation's, the project's and the command line's
-// rules folded for sandbox.jit; an Error when one of their files is bad.
-[[nodiscard]] Expected<policy::Answer> jit_answer(const Options& options, const std::string& project_root);
+// rules folded for `action` (sandbox.jit, toolchain.nix); an Error when one
+// of their files is bad.
+[[nodiscard]] Expected<policy::Answer> policy_answer(const Options& options, const std::string& project_root,
+                                                     const char* action);
 // devices_probe.cpp
 [[nodiscard]] Row device_row(const Options& options, const std::string& project_root);
-// Which toolchain the project's calls get: the host's, or its Nix dev shell's.
-[[nodiscard]] Row toolchain_row(const std::string& project_root);
+// Which toolchain the project's calls get: the host's, or its Nix dev shell's
+// (evaluated only where `nix_rule`, toolchain.nix, and the person allow it).
+[[nodiscard]] Row toolchain_row(const std::string& project_root, const policy::Answer& nix_rule);
 // The answer in words, and the filter it selects tried for real (the strict
 // one was already tried for the seccomp row).
 [[nodiscard]] Row write_execute_row(const policy::Answer& answer, const ChildResult& strict_filter);

@@ -104,6 +104,10 @@ class Table {
 inline constexpr const char* kSandboxJit = "sandbox.jit";
 inline constexpr const char* kWorkspaceApply = "workspace.apply";
 inline constexpr const char* kMemoryWrite = "memory.write";
+// Evaluating the project's Nix dev shell on the host: deny never does, ask
+// (the default) does for content the person allowed; a project's own allow
+// is read as ask (the project is what asks), a bundle's allow needs no yes.
+inline constexpr const char* kToolchainNix = "toolchain.nix";
 
 // What Chock says when `action` asks and nobody can answer: which row of
 // chock.zon answers it instead.

@@ -267,9 +267,18 @@ Expected<session::Outcome> session::Call::Impl::run() {
   if (!request.background && !as_task && !begun)
     if (auto b = begin(early_config(*context)))
       begun = std::move(*b);  // else spawn begins it and says what failed
-  // Asked of Nix before any session is made: a shell that does not evaluate runs nothing.
-  if (!request.background) {
-    auto shell = choose_toolchain(context->root, request.host_toolchain);
+  // Asked of Nix before any session is made: a shell that does not evaluate
+  // runs nothing. A background call asks the person here, where one may be;
+  // its runner evaluates.
+  {
+    ToolchainGate gate;
+    gate.host_only = request.host_toolchain;
+    gate.table = &context->layers.table;
+    gate.ask = hooks.ask;
+    gate.cancel_fd = cancel_poll.get();  // cancel() or the caller's Ctrl-C
+    gate.say = [this](const std::string& line) { say(line); };
+    gate.evaluate = !request.background;
+    auto shell = choose_toolchain(context->root, gate);
     if (!shell) return std::move(shell).error();
     if (*shell && !(*shell)->from_cache) say(printable(toolchain_line(**shell)));
     context->shell = std::move(*shell);

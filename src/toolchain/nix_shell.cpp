@@ -61,20 +61,6 @@ std::string nix_system() {
   return machine + "-linux";
 }
 
-// What defines the shell: the file itself, and a flake's lock.
-std::string defining_bytes(const DevShellFile& file) {
-  std::string bytes =
-      file.kind == DevShellFile::Kind::flake ? "chock-nix-1 flake\n" : "chock-nix-1 shell.nix\n";
-  auto text = fs::read_file(file.path);
-  bytes += text ? *text : std::string();
-  if (file.kind == DevShellFile::Kind::flake) {
-    const std::string lock = file.path.substr(0, file.path.rfind('/')) + "/flake.lock";
-    auto locked = fs::read_file(lock);
-    bytes += std::string(1, '\0') + (locked ? *locked : std::string("(no lock)"));
-  }
-  return bytes;
-}
-
 // Nix's message in one line: from its first "error:" on, the whitespace of
 // its layout folded, cut to a readable length.
 std::string nix_message(const std::string& err, int status) {
@@ -260,7 +246,18 @@ std::string find_nix() {
   return find_on_path("nix");
 }
 
-Expected<std::optional<DevShell>> dev_shell(const std::string& project_root) {
+std::string content_sha256(const DevShellFile& file) {
+  auto text = fs::read_file(file.path);
+  const std::string own = sha256_hex(text ? *text : std::string());
+  // shell.nix: what `sha256sum shell.nix` says, so a person can check it.
+  if (file.kind == DevShellFile::Kind::shell_nix) return own;
+  const std::string lock = file.path.substr(0, file.path.rfind('/')) + "/flake.lock";
+  auto locked = fs::read_file(lock);
+  return sha256_hex("flake.nix " + own + "\nflake.lock " + (locked ? sha256_hex(*locked) : "none") + "\n");
+}
+
+Expected<std::optional<DevShell>> dev_shell(const std::string& project_root,
+                                            const std::string& allowed_sha256) {
   auto file = find_dev_shell(project_root);
   if (!file) return std::optional<DevShell>();
   const std::string nix = find_nix();
@@ -268,7 +265,10 @@ Expected<std::optional<DevShell>> dev_shell(const std::string& project_root) {
   auto dir = answers_dir(project_root);
   if (!dir) return std::move(dir).error();
   if (auto made = fs::make_dirs(*dir, 0700); !made) return std::move(made).error();
-  const std::string key = sha256_hex(defining_bytes(*file));
+  const std::string key = content_sha256(*file);
+  if (key != allowed_sha256)
+    return Error{file->path + " changed after it was checked against what was allowed; it is not evaluated",
+                 "", 0, Errc::bad_config};
   const std::string base = *dir + "/" + key.substr(0, 16);
   std::optional<DevShell> shell = read_answer(base + ".json", key);
   if (shell) {

@@ -43,11 +43,20 @@ struct DevShell {
   std::string env_program;    // and as /usr/bin/env
 };
 
+// The SHA-256 (hex) of what defines the shell: of shell.nix (as sha256sum
+// says it), or of "flake.nix <its sha256>\nflake.lock <its sha256 or none>\n".
+// What the person allows (toolchain/consent.hpp), and the key the shell's
+// answer is kept under.
+std::string content_sha256(const DevShellFile& file);
+
 // The project's dev shell: from the cache when the files that define it are
 // unchanged, else evaluated (and built) by Nix now. nullopt when the project
-// has no dev shell file or Nix is not installed. An evaluation that fails is
-// an Error naming the file and Nix's own message.
-Expected<std::optional<DevShell>> dev_shell(const std::string& project_root);
+// has no dev shell file or Nix is not installed. `allowed_sha256` is the
+// content the person allowed: anything else (the file changed since) is an
+// Error and Nix is not run. An evaluation that fails is an Error naming the
+// file and Nix's own message.
+Expected<std::optional<DevShell>> dev_shell(const std::string& project_root,
+                                            const std::string& allowed_sha256);
 
 // Forgets the kept answers of the project's dev shell (and lets go of their
 // store paths for Nix's garbage collector): the next call asks Nix again.

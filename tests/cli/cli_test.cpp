@@ -41,13 +41,16 @@ TEST(Cli, BashCompletesSubcommandsOptionsAndPolicyActions) {
   EXPECT_NE(bash_completes("chock run --ses").find("--session"), std::string::npos);
   EXPECT_NE(bash_completes("chock mcp wrap --").find("--env"), std::string::npos);
   EXPECT_NE(bash_completes("chock sandbox --policy-rule sandbox.").find("sandbox.jit="), std::string::npos);
+  EXPECT_EQ(bash_completes("chock run --policy-rule toolchain."), "toolchain.nix=\n");
+  EXPECT_EQ(bash_completes("chock toolchain al"), "allow\n");
+  EXPECT_NE(bash_completes("chock toolchain status --").find("--project"), std::string::npos);
   // Chock's own hidden subcommands and options are not offered.
   EXPECT_EQ(bash_completes("chock file").find("file-tool"), std::string::npos);
   EXPECT_EQ(bash_completes("chock run --prog").find("--program-stderr"), std::string::npos);
   // Every subcommand of `chock --help` is offered.
   const std::string all = bash_completes("chock ");
   for (const char* sub : {"sandbox", "run", "apply", "workspace", "policy", "doctor", "fetch", "mcp",
-                          "memory", "tasks", "cache", "credentials", "sessions", "completion"})
+                          "memory", "tasks", "cache", "toolchain", "credentials", "sessions", "completion"})
     EXPECT_NE(all.find(std::string(sub) + "\n"), std::string::npos) << sub << "\n" << all;
 }
 

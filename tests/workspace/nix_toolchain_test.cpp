@@ -10,169 +10,22 @@
 // directly, the unprivileged run reaches it through nix-daemon, which
 // scripts/install-deps starts where systemd does not, as a member of
 // nix-users (tests/support/as-user.sh keeps that one group).
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "support.hpp"
+#include "nix_support.hpp"
 
 namespace chock::test::ws {
 namespace {
 
-constexpr const char* kBashStatic = "/bin/bash-static";
-constexpr const char* kBusybox = "/bin/busybox";
-constexpr const char* kDaemonSocket = "/nix/var/nix/daemon-socket/socket";
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string which(const std::string& name) {
-  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
-    const std::string p = std::string(dir) + "/" + name;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return {};
-}
-
-// Root may use the store directly; anyone else needs the daemon.
-std::string why_no_nix() {
-  if (which("nix").empty() || which("nix-store").empty()) return "Nix is not installed (apt install nix-bin)";
-  if (::access(kBashStatic, X_OK) != 0) return "no /bin/bash-static (apt install bash-static)";
-  if (::access(kBusybox, X_OK) != 0) return "no /bin/busybox (apt install busybox-static)";
-  if (running_as_root()) return {};
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, kDaemonSocket, sizeof addr.sun_path - 1);
-  const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!up)
-    return std::string("no nix-daemon this user can reach at ") + kDaemonSocket + " (" + std::strerror(err) +
-           "): start nix-daemon and put the user in the nix-users group";
-  return {};
-}
-
-class NixToolchain : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (std::string why = why_no_nix(); !why.empty()) GTEST_SKIP() << why;
-    // The tools' store paths: content-addressed, so every run adds the same ones.
-    bash_ = add_to_store("chock-test-bash", "bash", kBashStatic);
-    busybox_ = add_to_store("chock-test-busybox", "busybox", kBusybox);
-    ASSERT_TRUE(is_store(bash_) && is_store(busybox_)) << bash_ << " " << busybox_;
-    // In the store, never named by the shell: it must not be in the call.
-    const std::string other = dir_.path() + "/chock-test-outside";
-    ASSERT_EQ(::mkdir(other.c_str(), 0755), 0);
-    write_file(other + "/marker", "not in any closure\n");
-    outside_ = store_add(other);
-    ASSERT_TRUE(is_store(outside_)) << outside_;
-    // A wrapper that counts Nix's runs, then runs the real one.
-    const std::string wrap = dir_.path() + "/wrap";
-    ASSERT_EQ(::mkdir(wrap.c_str(), 0755), 0);
-    for (const char* tool : {"nix", "nix-store"})
-      write_file(wrap + "/" + tool,
-                 std::string("#!/bin/sh\necho \"$0 $*\" >> ") + dir_.path() + "/nix-runs\nexec " +
-                     which(tool) + " \"$@\"\n",
-                 0755);
-    path_ = wrap + ":/usr/local/bin:/usr/bin:/bin";
-    f.init_plain();
-  }
-
-  std::string store_add(const std::string& path) const {
-    auto r = run_process({which("nix-store"), "--add", path});
-    EXPECT_EQ(r.status, 0) << r.err;
-    return r.out.substr(0, r.out.find('\n'));
-  }
-
-  // A directory NAME/bin/PROGRAM holding a copy of `from`, added to the store.
-  std::string add_to_store(const std::string& name, const std::string& program,
-                           const std::string& from) const {
-    const std::string dir = dir_.path() + "/" + name;
-    ::mkdir(dir.c_str(), 0755);
-    ::mkdir((dir + "/bin").c_str(), 0755);
-    std::ifstream in(from, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    write_file(dir + "/bin/" + program, bytes.str(), 0755);
-    return store_add(dir);
-  }
-
-  static bool is_store(const std::string& p) { return p.starts_with("/nix/store/") && p.size() > 11; }
-
-  // shell.nix: a tool built from busybox (hello, sh, ls, env, touch, cat) and
-  // a shell whose PATH is the tool's bin. `extra` lands in the file as a comment.
-  void write_shell(const std::string& extra = {}) const {
-    const std::string bb = busybox_ + "/bin/busybox";
-    std::string links;
-    for (const char* applet : {"sh", "ls", "env", "touch", "cat", "readlink"})
-      links += " && " + bb + " ln -s busybox $out/bin/" + applet;
-    write_file(
-        f.file("shell.nix"),
-        "# " + extra + "\nlet\n  bash = builtins.storePath \"" + bash_ + "\";\n" +
-            "  busybox = builtins.storePath \"" + busybox_ + "\";\n" +
-            "  tool = builtins.derivation {\n    name = \"chock-test-tool\";\n" +
-            "    system = builtins.currentSystem;\n    builder = \"${bash}/bin/bash\";\n" +
-            "    args = [ \"-c\" \"" + bb + " mkdir -p $out/bin && " + bb + " cp " + bb +
-            " $out/bin/busybox && printf '#!%s\\\\necho hello from the dev shell\\\\n' ${bash}/bin/bash > "
-            "$out/bin/hello && " +
-            bb + " chmod +x $out/bin/hello" + links + "\" ];\n  };\n" +
-            "in builtins.derivation {\n  name = \"chock-test-shell\";\n" +
-            "  system = builtins.currentSystem;\n  builder = \"${bash}/bin/bash\";\n" +
-            "  args = [ \"-c\" \"echo > $out\" ];\n  outputs = [ \"out\" ];\n" +
-            "  PATH = \"${tool}/bin\";\n  GREETING = \"from shell.nix\";\n  HOME = \"/not/this\";\n}\n");
-  }
-
-  Output chock(const std::vector<std::string>& args) const {
-    RunOptions o = f.options();
-    o.env["PATH"] = path_;
-    o.env["NIX_CONFIG"] = "substituters =\n";
-    o.timeout = std::chrono::seconds(240);
-    return test::chock(args, o);
-  }
-
-  Output run(const std::string& script, const std::vector<std::string>& flags = {}) const {
-    std::vector<std::string> args{"run"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.insert(args.end(), {"--", "sh", "-c", script});
-    return chock(args);
-  }
-
-  int nix_runs() const {
-    std::ifstream in(dir_.path() + "/nix-runs");
-    return static_cast<int>(
-        std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
-  }
-
-  // The closure as Nix itself gives it, from the profile Chock keeps.
-  std::vector<std::string> closure() const {
-    std::vector<std::string> out;
-    const std::string dir = f.data() + "/chock/toolchains";
-    auto listing = run_process({"sh", "-c", "ls -d " + dir + "/*/*.profile"});
-    const std::string profile = listing.out.substr(0, listing.out.find('\n'));
-    auto r = run_process({which("nix-store"), "--query", "--requisites", profile});
-    std::istringstream lines(r.out);
-    for (std::string l; std::getline(lines, l);)
-      if (!l.empty()) out.push_back(l.substr(std::string("/nix/store/").size()));
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  TempDir dir_{"chock-nix"};
-  Fixture f;
-  std::string bash_, busybox_, outside_, path_;
-};
-
 TEST_F(NixToolchain, PathFindsTheShellsToolAndNothingElseOfTheStoreIsThere) {
   write_shell();
+  allow();
   auto r = run(std::string("command -v hello; hello; echo \"$GREETING $HOME\"; ls /nix; ls /nix/store; ") +
                "test -e /nix/var; echo \"var $?\"; test -e " + outside_ + "/marker; echo \"outside $?\"; " +
                "test -e /usr/lib; echo \"usr $?\"; readlink /proc/self/exe");
@@ -227,6 +80,7 @@ TEST_F(NixToolchain, AFlakesDevShellIsTheToolchainToo) {
                  "      name = \"chock-test-flake-shell\";\n      builder = \"${tools}/bin/bash\";\n"
                  "      args = [ \"-c\" \"echo > $out\" ];\n      outputs = [ \"out\" ];\n"
                  "      PATH = \"${tools}/bin\";\n      GREETING = \"from flake.nix\";\n    };\n  };\n}\n");
+  allow();
   auto r = run("echo \"$GREETING\"; echo \"$PATH\"; test -e /usr/lib; echo \"usr $?\"");
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_TRUE(has(r.err, "chock: toolchain: the Nix dev shell of " + f.file("flake.nix"))) << describe(r);
@@ -244,6 +98,7 @@ TEST_F(NixToolchain, AFlakesDevShellIsTheToolchainToo) {
   EXPECT_EQ(nix_runs(), runs) << "an unchanged flake was evaluated again";
   write_file(f.file("flake.lock"),
              "{\n  \"nodes\": { \"root\": {} },\n  \"root\": \"root\",\n  \"version\": 7\n}\n");
+  allow();  // a new lock is new content
   auto relocked = run("echo \"$GREETING\"");
   EXPECT_EQ(relocked.status, 0) << describe(relocked);
   EXPECT_EQ(relocked.out, "from flake.nix\n");
@@ -252,6 +107,7 @@ TEST_F(NixToolchain, AFlakesDevShellIsTheToolchainToo) {
 
 TEST_F(NixToolchain, WritesUnderTheStoreFailReadOnly) {
   write_shell();
+  allow();
   auto r =
       run("touch /nix/store/new; touch \"$(dirname \"$(dirname \"$(command -v hello)\")\")/new\"; "
           "echo done");
@@ -267,6 +123,7 @@ TEST_F(NixToolchain, WritesUnderTheStoreFailReadOnly) {
 
 TEST_F(NixToolchain, ASecondCallAsksNixNothingAndAChangedShellIsEvaluatedAgain) {
   write_shell();
+  allow();
   auto first = run("hello");
   ASSERT_EQ(first.status, 0) << describe(first);
   const int after_first = nix_runs();
@@ -276,6 +133,7 @@ TEST_F(NixToolchain, ASecondCallAsksNixNothingAndAChangedShellIsEvaluatedAgain) 
   EXPECT_EQ(nix_runs(), after_first) << "the second call ran Nix";
   EXPECT_FALSE(has(second.err, "toolchain:")) << describe(second);
   write_shell("changed");
+  allow();
   auto third = run("hello");
   ASSERT_EQ(third.status, 0) << describe(third);
   EXPECT_GT(nix_runs(), after_first) << "a changed shell.nix was not evaluated again";
@@ -295,6 +153,7 @@ TEST_F(NixToolchain, ASecondCallAsksNixNothingAndAChangedShellIsEvaluatedAgain) 
 
 TEST_F(NixToolchain, ABrokenShellNixIsOneClearLineAndRunsNothing) {
   write_file(f.file("shell.nix"), "let x = 1; in\n  builtins.derivation { name = \"x\";\n");
+  allow();
   auto r = run("echo ran > /tmp/ran; echo ran");
   EXPECT_EQ(r.status, 125) << describe(r);
   EXPECT_EQ(r.out, "");
@@ -320,12 +179,22 @@ TEST_F(NixToolchain, WithoutADevShellOrWithHostToolchainTheHostsToolchainStays) 
 
 TEST_F(NixToolchain, DoctorSaysWhichToolchainAndWhereItsAnswerIsKept) {
   write_shell();
-  auto r = chock({"doctor"});
-  std::string row;
-  std::istringstream lines(r.out);
-  for (std::string l; std::getline(lines, l);)
-    if (l.find(" toolchain ") != std::string::npos) row = l;
-  EXPECT_TRUE(has(row, "the Nix dev shell of " + f.file("shell.nix"))) << r.out << r.err;
+  auto row_of = [this] {
+    auto r = chock({"doctor"});
+    std::string row;
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);)
+      if (l.find(" toolchain ") != std::string::npos) row = l;
+    return row.empty() ? r.out + r.err : row;
+  };
+  // Content nobody allowed: the doctor evaluates nothing either, and says how to allow it.
+  const std::string before = row_of();
+  EXPECT_TRUE(has(before, "the Nix dev shell of " + f.file("shell.nix") + " is not evaluated")) << before;
+  EXPECT_TRUE(has(before, "never allowed") && has(before, "chock toolchain allow --project")) << before;
+  EXPECT_EQ(evaluations(), 0) << "doctor evaluated a shell nobody allowed";
+  allow();
+  const std::string row = row_of();
+  EXPECT_TRUE(has(row, "the Nix dev shell of " + f.file("shell.nix") + " (its content allowed)")) << row;
   EXPECT_TRUE(has(row, "store paths") && has(row, "evaluated in") &&
               has(row, f.data() + "/chock/toolchains/"))
       << row;
