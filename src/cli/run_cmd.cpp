@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 
 #include "chock/session.hpp"
+#include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "cli/json_capture.hpp"
 #include "cli/layer_flags.hpp"
@@ -42,6 +44,19 @@ void report_progress(const std::string& what, std::uint64_t done, std::uint64_t 
                done == total ? "\n" : "");
 }
 
+// The OSC numbers a person allowed (terminal.osc.<n> rows), read only when
+// a terminal is there to filter for; a layer that cannot be read is the
+// call's to report, and passes none.
+std::set<int> terminal_osc(const RunOptions& o) {
+  if (::isatty(0) != 1 && ::isatty(1) != 1 && ::isatty(2) != 1) return {};
+  auto root = workspace::project_root(o.request.project);
+  if (!root) return {};
+  config::LayerOptions options = o.layers;
+  options.project_dir = *root;
+  auto layers = config::load_layers(options);
+  return layers ? osc_allowed(layers->table) : std::set<int>();
+}
+
 int run_call(const RunOptions& o, JsonCapture* json) {
   session::Request r = o.request;
   if (o.net == "host") r.network = Network::host;
@@ -55,7 +70,7 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   // The call never holds the person's terminal: a pseudo-terminal of its own, relayed.
   auto terminal = json != nullptr || r.background
                       ? Expected<TerminalRelay>(TerminalRelay())
-                      : TerminalRelay::prepare(r.stdio, r.pass_stdin, o.raw_terminal);
+                      : TerminalRelay::prepare(r.stdio, r.pass_stdin, o.raw_terminal, terminal_osc(o));
   if (!terminal) return refuse(terminal.error(), o.result_file);
   // Ctrl-C, a hangup or a SIGTERM cancels the call: every process of it ends.
   CancelSignals cancel;

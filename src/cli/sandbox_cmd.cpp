@@ -47,9 +47,14 @@ int run_sandbox(SandboxOptions& o) {
   // The plumbing has no project: --policy-rule stands where a project's rules
   // would, and everything it does not allow asks (at this terminal) or is refused.
   policy::Table table;
+  policy::Table person;  // the terminal's rows: the person's own, as on chock run's command line
   for (const auto& text : o.policy_rules) {
     auto rule = config::parse_rule_flag(text);
     if (!rule) return refuse(rule.error(), o.result_file);
+    if (rule->action.starts_with("terminal.")) {
+      person.add(policy::Layer::command_line, *rule);
+      continue;
+    }
     if (c.network != Network::filtered)
       return refuse(Error{"--policy-rule " + text + ": only --net filtered reads policy rules", "", 0,
                           Errc::bad_config},
@@ -79,7 +84,7 @@ int run_sandbox(SandboxOptions& o) {
         "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
         "executable at once); every blocked call still kills, io_uring is still refused\n");
   }
-  auto terminal = TerminalRelay::prepare(c, o.raw_terminal);
+  auto terminal = TerminalRelay::prepare(c, o.raw_terminal, osc_allowed(person));
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   auto child = spawn(c);

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <string>
@@ -45,18 +46,29 @@ bool same_file(int a, int b) {
 
 }  // namespace
 
-Expected<TerminalRelay> TerminalRelay::prepare(Config& config, bool raw) {
-  return prepare(config.stdio, config.pass_stdin, raw);
+std::set<int> osc_allowed(const policy::Table& table) {
+  std::set<int> out;
+  const bool named = std::any_of(table.entries().begin(), table.entries().end(),
+                                 [](const auto& e) { return e.rule.action.starts_with("terminal."); });
+  if (!named) return out;
+  for (int n = 0; n < 10000; ++n)
+    if (policy::person_allows(table, policy::kTerminalOscPrefix + std::to_string(n))) out.insert(n);
+  return out;
 }
 
-Expected<TerminalRelay> TerminalRelay::prepare(std::array<int, 3>& stdio, bool pass_stdin, bool raw) {
+Expected<TerminalRelay> TerminalRelay::prepare(Config& config, bool raw, std::set<int> osc) {
+  return prepare(config.stdio, config.pass_stdin, raw, std::move(osc));
+}
+
+Expected<TerminalRelay> TerminalRelay::prepare(std::array<int, 3>& stdio, bool pass_stdin, bool raw,
+                                               std::set<int> osc) {
   TerminalRelay t;
   const bool tty_in = ::isatty(0) == 1 && pass_stdin;
   const bool tty_out = ::isatty(1) == 1;
   const bool tty_err = ::isatty(2) == 1;
   if (tty_in || tty_out || tty_err) {
     if (auto r = t.open_terminal(stdio, tty_in, tty_out, tty_err); !r) return std::move(r).error();
-    if (!raw) t.filter_.emplace();
+    if (!raw) t.filter_.emplace(TerminalFilter::Options{std::move(osc)});
     t.flush_input_ = !pass_stdin;
   }
   if (auto r = t.pipe_files(stdio); !r) return std::move(r).error();

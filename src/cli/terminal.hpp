@@ -19,23 +19,31 @@
 
 #include <array>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "chock/config.hpp"
 #include "chock/error.hpp"
+#include "policy/policy.hpp"
 #include "util/fd.hpp"
 #include "util/terminal_filter.hpp"
 
 namespace chock::cli {
+
+// The OSC numbers (0 to 9999) a person allowed with terminal.osc.<n> rows
+// (policy::person_allows); none without a row that names terminal.*.
+[[nodiscard]] std::set<int> osc_allowed(const policy::Table& table);
 
 class TerminalRelay {
  public:
   // Before the spawn: when a terminal is among 0 to 2, opens a pty and
   // points config.stdio at its far end; a pipe in place of an output file.
   // Otherwise does nothing. `raw`: the program's bytes pass unfiltered.
-  [[nodiscard]] static Expected<TerminalRelay> prepare(Config& config, bool raw);
+  // `osc`: the OSC numbers that pass (osc_allowed).
+  [[nodiscard]] static Expected<TerminalRelay> prepare(Config& config, bool raw, std::set<int> osc = {});
   // The same for a call of the session engine: its stdio, and whether its stdin is the caller's.
-  [[nodiscard]] static Expected<TerminalRelay> prepare(std::array<int, 3>& stdio, bool pass_stdin, bool raw);
+  [[nodiscard]] static Expected<TerminalRelay> prepare(std::array<int, 3>& stdio, bool pass_stdin, bool raw,
+                                                       std::set<int> osc = {});
 
   TerminalRelay() = default;
   TerminalRelay(TerminalRelay&&) = default;

@@ -112,6 +112,16 @@ Expected<void> validate_action(std::string_view action) {
   }
 }
 
+bool person_allows(const Table& table, std::string_view action) {
+  const Answer answer = table.decide(action);
+  bool allowed = false;
+  for (const auto& l : answer.layers) {
+    if (l.decision == Decision::deny) return false;
+    if (l.layer != Layer::project && l.rule && l.rule->decision == Decision::allow) allowed = true;
+  }
+  return allowed;
+}
+
 void Table::add(Layer layer, Rule rule) {
   entries_.push_back(Entry{layer, std::move(rule)});
 }

@@ -109,6 +109,15 @@ inline constexpr const char* kMemoryWrite = "memory.write";
 // is read as ask (the project is what asks), a bundle's allow needs no yes.
 inline constexpr const char* kToolchainNix = "toolchain.nix";
 
+// An OSC sequence a call may write to the person's terminal:
+// terminal.osc.<number> (8: hyperlinks). None passes by default.
+inline constexpr const char* kTerminalOscPrefix = "terminal.osc.";
+
+// Whether a person, not the project, allows `action`: an allow of the
+// command line's or the bundle's own rule, and no layer that denies it. The
+// project's own allow is not counted (its file is what asks).
+[[nodiscard]] bool person_allows(const Table& table, std::string_view action);
+
 // What Chock says when `action` asks and nobody can answer: which row of
 // chock.zon answers it instead.
 [[nodiscard]] std::string nobody_to_ask(const std::string& action);

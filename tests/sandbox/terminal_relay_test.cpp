@@ -131,6 +131,17 @@ TEST(TerminalRelay, AnOsc52FromTheCallNeverReachesTheClipboard) {
   EXPECT_EQ(o.out, "abcdefg") << visible(o.out);
 }
 
+// An OSC number passes only where the person allowed it (terminal.osc.8:
+// hyperlinks); the clipboard's stays dropped beside it.
+TEST(TerminalRelay, AnOscNumberThePersonAllowedPassesAndNoOther) {
+  const std::string bytes = "a\x1b]8;;https://example.org\x1b\\b\x1b]8;;\x1b\\c\x1b]52;c;aWQK\ad";
+  const OnTerminal allowed = printed(bytes, {"--policy-rule", "terminal.osc.8=allow"});
+  EXPECT_EQ(allowed.status, 0) << visible(allowed.out);
+  EXPECT_EQ(allowed.out, "a\x1b]8;;https://example.org\x1b\\b\x1b]8;;\x1b\\cd") << visible(allowed.out);
+  const OnTerminal none = printed(bytes);
+  EXPECT_EQ(none.out, "abcd") << visible(none.out);
+}
+
 TEST(TerminalRelay, NoSequenceFromTheCallMakesThePersonsTerminalAnswer) {
   const OnTerminal o = printed(
       "a\x05"                                            // ENQ

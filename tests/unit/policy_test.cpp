@@ -180,6 +180,22 @@ TEST(PolicyTable, EachLayerReportsItsOwnAnswer) {
   EXPECT_EQ(table.entries().size(), 2u);
 }
 
+// What a call may write to the person's terminal is the person's to allow:
+// the project's own allow does not count, any layer's deny holds.
+TEST(PolicyTable, OnlyAPersonsAllowCountsForTheTerminal) {
+  const char* osc = "terminal.osc.52";
+  EXPECT_FALSE(person_allows(table_of({}), osc));
+  EXPECT_FALSE(person_allows(table_of({{Layer::project, osc, A}}), osc));
+  EXPECT_FALSE(person_allows(table_of({{Layer::project, "terminal.*", A}}), osc));
+  EXPECT_TRUE(person_allows(table_of({{Layer::command_line, osc, A}}), osc));
+  EXPECT_TRUE(person_allows(table_of({{Layer::command_line, "terminal.osc.*", A}}), osc));
+  EXPECT_TRUE(person_allows(table_of({{Layer::bundle, osc, A}}), osc));
+  EXPECT_FALSE(person_allows(table_of({{Layer::command_line, osc, A}, {Layer::project, osc, D}}), osc));
+  EXPECT_FALSE(
+      person_allows(table_of({{Layer::command_line, osc, A}, {Layer::bundle, "terminal.*", D}}), osc));
+  EXPECT_FALSE(person_allows(table_of({{Layer::command_line, "terminal.osc.8", A}}), osc));
+}
+
 TEST(PolicyDecision, NamesParseBack) {
   for (Decision d : {D, Q, A}) {
     auto parsed = parse_decision(decision_name(d));
