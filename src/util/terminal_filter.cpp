@@ -158,6 +158,8 @@ void TerminalFilter::escape(unsigned char c, std::string& out) {
       seq_ = "\x1b]";
       osc_number_done_ = false;
       osc_passing_ = false;
+      osc_utf8_left_ = 0;
+      osc_after_c2_ = false;
       string_escape_ = false;
       state_ = State::osc;
       return;
@@ -355,11 +357,37 @@ void TerminalFilter::osc(unsigned char c, std::string& out) {
                    options_.allowed_osc.count(number) != 0;
   }
   if (!osc_passing_) return;
-  if (seq_.size() >= kMaxOsc) {
+  // A C1 control inside an allowed OSC (raw, or as UTF-8 after 0xC2) would
+  // end it early on a terminal that obeys C1, and start what the call wants
+  // (an OSC 52 after an OSC 8): the whole sequence is dropped. A byte of
+  // 0x80-0x9F is passed only as the continuation of another character.
+  if (seq_.size() >= kMaxOsc || !osc_utf8_ok(c)) {
     osc_passing_ = false;
     return;
   }
   seq_.push_back(static_cast<char>(c));
+}
+
+// Whether `c` continues well-formed UTF-8 with no C1 control (U+0080-U+009F)
+// in an allowed OSC's text.
+bool TerminalFilter::osc_utf8_ok(unsigned char c) {
+  if (osc_utf8_left_ > 0) {
+    if (c < 0x80 || c > 0xBF || (osc_after_c2_ && c <= 0x9F)) return false;
+    --osc_utf8_left_;
+    osc_after_c2_ = false;
+    return true;
+  }
+  if (c < 0x80) return true;
+  osc_after_c2_ = c == 0xC2;
+  if (c >= 0xC2 && c <= 0xDF)
+    osc_utf8_left_ = 1;
+  else if (c >= 0xE0 && c <= 0xEF)
+    osc_utf8_left_ = 2;
+  else if (c >= 0xF0 && c <= 0xF4)
+    osc_utf8_left_ = 3;
+  else
+    return false;  // a raw C1, a stray continuation or no lead byte at all
+  return true;
 }
 
 // At the OSC's terminator: an allowed one is written, the terminator after it.
@@ -371,6 +399,12 @@ void TerminalFilter::end_osc(std::string& out) {
         ec == std::errc() && end == seq_.data() + seq_.size() && options_.allowed_osc.count(number) != 0;
     osc_number_done_ = true;
   }
+  // A parameter that is "?" asks the terminal to answer (OSC 10;? for a
+  // colour): never passed, whatever the number.
+  const std::string_view body(seq_);
+  for (std::size_t at = body.find(";?"); osc_passing_ && at != std::string_view::npos;
+       at = body.find(";?", at + 1))
+    if (at + 2 == body.size() || body[at + 2] == ';') osc_passing_ = false;
   if (osc_passing_) out += seq_;
 }
 

@@ -54,6 +54,7 @@ class TerminalFilter {
   void control(unsigned char c, std::string& out);  // a C0 control met anywhere
   void end_csi(std::string& out);
   void end_osc(std::string& out);
+  bool osc_utf8_ok(unsigned char c);
   bool private_modes(std::string_view params, char final, std::string& out);
 
   Options options_;
@@ -63,6 +64,8 @@ class TerminalFilter {
   unsigned char utf8_low_ = 0x80, utf8_high_ = 0xBF;  // the next continuation byte's range
   bool osc_number_done_ = false;
   bool osc_passing_ = false;
+  int osc_utf8_left_ = 0;       // continuation bytes an allowed OSC's text still owes
+  bool osc_after_c2_ = false;   // the last lead byte was 0xC2: a C1 control would follow
   bool string_escape_ = false;  // an ESC inside a string: ST, or the end of it
   bool too_long_ = false;       // the sequence ran past its limit: dropped
   // What the call changed, for finish(): DEC private mode -> last set.

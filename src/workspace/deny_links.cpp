@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -48,39 +49,46 @@ std::map<Inode, Linked> linked_denied(const std::string& root, const std::vector
 struct Search {
   const std::map<Inode, Linked>& wanted;
   std::vector<std::pair<std::string, std::string>> found;  // (other name, denied path)
-  std::string too_deep;
+  std::string too_deep;                                    // a directory past kMaxDepth
+  std::string unreadable;  // a directory or entry that could not be read: a name could hide there
 
-  // Every entry beneath `dir` (open), never following a link nor leaving
-  // the file system, .git directories left out (a local clone's objects are
-  // links of another repository's, never a project file's).
+  // Every entry beneath `dir` (open), never following a link. .git and
+  // other file systems are searched too: the call may see them (an overlay
+  // shows .git, a carried directory may be a mount), and a match is by
+  // device and inode, so nothing but a real other name is found.
   void walk(int dir, const std::string& rel, int depth) {
     DIR* d = ::fdopendir(dir);
     if (d == nullptr) {
       ::close(dir);
+      if (unreadable.empty()) unreadable = rel.empty() ? "." : rel;
       return;
     }
-    const dev_t dev = [&] {
-      struct stat st {};
-      return ::fstat(::dirfd(d), &st) == 0 ? st.st_dev : dev_t{0};
-    }();
-    while (dirent* e = ::readdir(d)) {
+    for (errno = 0; dirent* e = ::readdir(d); errno = 0) {
       const std::string name = e->d_name;
-      if (name == "." || name == ".." || name == ".git") continue;
-      struct stat st {};
-      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (name == "." || name == "..") continue;
       const std::string path = rel.empty() ? name : fs::join(rel, name);
+      struct stat st {};
+      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno != ENOENT && unreadable.empty()) unreadable = path;  // ENOENT: gone meanwhile
+        continue;
+      }
       if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
         auto it = wanted.find(Inode{st.st_dev, st.st_ino});
         if (it != wanted.end() && it->second.denied != path) found.emplace_back(path, it->second.denied);
-      } else if (S_ISDIR(st.st_mode) && st.st_dev == dev) {
+      } else if (S_ISDIR(st.st_mode)) {
         if (depth >= kMaxDepth) {
           if (too_deep.empty()) too_deep = path;
           continue;
         }
         const int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0) walk(sub, path, depth + 1);
+        if (sub >= 0) {
+          walk(sub, path, depth + 1);
+        } else if (errno != ENOENT && unreadable.empty()) {
+          unreadable = path;
+        }
       }
     }
+    if (errno != 0 && unreadable.empty()) unreadable = rel.empty() ? "." : rel;
     ::closedir(d);
   }
 };
@@ -122,10 +130,15 @@ bool deny_links_known(const Session& s) {
 Expected<void> deny_other_names(Session& s, const Project& project, Notes& notes) {
   const auto linked = linked_denied(project.root, s.deny);
   if (linked.empty()) return {};
-  Search search{linked, {}, {}};
+  Search search{linked, {}, {}, {}};
   const int top = ::open(project.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (top < 0) return sys_error("open", project.root);
   search.walk(top, "", 0);
+  if (!search.unreadable.empty())
+    return Error{"--deny " + linked.begin()->second.denied +
+                     ": the file has other names (hard links), and Chock cannot read " + search.unreadable +
+                     " in the project to look for them there; make it readable or remove the links",
+                 "", 0, Errc::bad_config};
   if (!search.too_deep.empty())
     return Error{
         "--deny " + linked.begin()->second.denied +
@@ -155,6 +168,20 @@ Expected<void> deny_other_names(Session& s, const Project& project, Notes& notes
       if (std::find(tracked->begin(), tracked->end(), other) != tracked->end())
         return refusal(denied, other,
                        "and git tracks it, so its bytes are in the objects the call reads; remove the link");
+    // Or a commit any ref reaches has it: what it held then is in those objects.
+    std::vector<std::string> args{"--literal-pathspecs", "log",         "--all", "-1",
+                                  "--format=%h",         "--name-only", "--"};
+    args.insert(args.end(), names.begin(), names.end());
+    auto found = git::capture(args, git::repo_env(located->common_dir),
+                              "look for a denied file's other names in the history");
+    if (!found) return std::move(found).error();
+    const auto lines = git::split(*found, '\n');
+    if (!lines.empty())
+      for (const auto& [other, denied] : added)
+        if (std::find(lines.begin() + 1, lines.end(), other) != lines.end())
+          return refusal(denied, other,
+                         "and git has it in commit " + lines.front() +
+                             ", so a version of it is in the objects the call reads; remove the link");
   }
   for (const auto& [other, denied] : added) {
     s.deny.push_back(other);

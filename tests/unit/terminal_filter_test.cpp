@@ -135,6 +135,23 @@ TEST(TerminalFilter, AnAllowedOscPassesAndOnlyThatNumber) {
             "\x1b]8;;https://example.org\x1b\\link\x1b]8;;\x1b\\");
   EXPECT_EQ(filtered("\x1b]8;;u\a", hyperlinks), "\x1b]8;;u\a");
   EXPECT_EQ(filtered("a\x1b]80;;u\a\x1b]52;c;eA==\ab", hyperlinks), "ab");
+  // Its text is UTF-8 without C1 controls: an ST or OSC of C1 inside it would
+  // end it early on a terminal that obeys C1 and start an OSC 52.
+  EXPECT_EQ(filtered("a\x1b]8;;https://\xc3\xa9.example/\xe2\x80\x93\a", hyperlinks),
+            "a\x1b]8;;https://\xc3\xa9.example/\xe2\x80\x93\a");
+  EXPECT_EQ(filtered("a\x1b]8;;\xc2\x9c\xc2\x9d"
+                     "52;c;aWQK\ab",
+                     hyperlinks),
+            "ab");
+  EXPECT_EQ(filtered("a\x1b]8;;\xc3\xa9\x9c\x9d"
+                     "52;c;aWQK\ab",
+                     hyperlinks),
+            "ab");
+  // A parameter that is "?" makes the terminal answer: dropped, though allowed.
+  TerminalFilter::Options colours;
+  colours.allowed_osc = {10, 8};
+  EXPECT_EQ(filtered("a\x1b]10;?\ab\x1b]10;?;x\ac", colours), "abc");
+  EXPECT_EQ(filtered("\x1b]8;;https://e.org/?q=1\a", colours), "\x1b]8;;https://e.org/?q=1\a");
 }
 
 TEST(TerminalFilter, DcsApcPmAndSosNeverReachTheTerminal) {

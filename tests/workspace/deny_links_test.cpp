@@ -80,6 +80,48 @@ TEST(DeniedFiles, AHardLinkInACarriedDirectoryIsCoveredAndOneGitTracksIsRefused)
   EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
 }
 
+// Other names Chock cannot cover, or cannot look for, refuse the call,
+// naming both: one inside .git (which the call reads), one a commit held
+// once, one in a directory the caller cannot list (root reads every one:
+// there, the name is found and covered).
+TEST(DeniedFiles, AnOtherNameChockCannotSearchOrCoverRefusesTheCall) {
+  Fixture f;
+  f.init_git();
+  write_file(f.file(".gitignore"), "*.env\nlocked/\n");
+  write_file(f.file("old.txt"), "committed once\n");
+  f.commit_all("ignore env files; old.txt");
+  git_ok(f.project(), {"rm", "-q", "old.txt"});
+  f.commit_all("old.txt gone");
+  write_file(f.file(".env"), "UNCOVERABLE-SECRET-3d2f\n");
+  struct Case {
+    std::string link;
+    std::string says;
+  };
+  for (const Case& c :
+       {Case{".git/hooks/env", ".git/hooks/env is another name of it (a hard link) that Chock cannot cover"},
+        Case{"old.txt", "old.txt is another name of it (a hard link) and git has it in commit "}}) {
+    hard_link(f.file(".env"), f.file(c.link));
+    Output o = f.run({"--deny", ".env"}, "cat .env");
+    EXPECT_EQ(o.status, 125) << c.link << "\n" << describe(o);
+    EXPECT_EQ(o.out, "") << c.link;
+    EXPECT_NE(o.err.find("--deny .env: " + c.says), std::string::npos) << o.err;
+    ASSERT_EQ(::unlink(f.file(c.link).c_str()), 0);
+  }
+  ::mkdir(f.file("locked").c_str(), 0755);
+  hard_link(f.file(".env"), f.file("locked/copy.env"));
+  ASSERT_EQ(::chmod(f.file("locked").c_str(), 0111), 0);
+  Output o = f.run({"--deny", ".env", "--carry", "locked"}, "cat locked/copy.env");
+  ::chmod(f.file("locked").c_str(), 0755);
+  if (::geteuid() == 0) {
+    EXPECT_EQ(o.status, 0) << describe(o);
+    EXPECT_EQ(o.out, kNotice);
+  } else {
+    EXPECT_EQ(o.status, 125) << describe(o);
+    EXPECT_EQ(o.out, "");
+    EXPECT_NE(o.err.find("and Chock cannot read locked in the project"), std::string::npos) << o.err;
+  }
+}
+
 // A denied path that names no file refuses the call: a typo would leave the
 // real file readable. Where only the case differs, the line names the file.
 TEST(DeniedFiles, ADenyPathThatNamesNoFileRefusesTheCall) {
