@@ -107,6 +107,14 @@ TEST(DeniedFiles, AnOtherNameChockCannotSearchOrCoverRefusesTheCall) {
     EXPECT_NE(o.err.find("--deny .env: " + c.says), std::string::npos) << o.err;
     ASSERT_EQ(::unlink(f.file(c.link).c_str()), 0);
   }
+  // A name found in the project reaches the terminal escaped.
+  hard_link(f.file(".env"), f.file(".git/hooks/t\x1b]0;x\a"));
+  Output escaped = f.run({"--deny", ".env"}, "cat .env");
+  EXPECT_EQ(escaped.status, 125) << describe(escaped);
+  EXPECT_NE(escaped.err.find(".git/hooks/t\\x1b]0;x\\x07 is another name of it"), std::string::npos)
+      << escaped.err;
+  EXPECT_EQ(escaped.err.find('\x1b'), std::string::npos) << escaped.err;
+  ASSERT_EQ(::unlink(f.file(".git/hooks/t\x1b]0;x\a").c_str()), 0);
   ::mkdir(f.file("locked").c_str(), 0755);
   hard_link(f.file(".env"), f.file("locked/copy.env"));
   ASSERT_EQ(::chmod(f.file("locked").c_str(), 0111), 0);
