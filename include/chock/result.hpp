@@ -101,6 +101,11 @@ struct Result {
   // Calls the write-xor-execute rules refused (a writable and executable
   // mapping): what a JIT without sandbox.jit meets.
   std::uint64_t write_execute_refused = 0;
+  std::string write_execute_program;  // the first refused process's executable ("chromium")
+  // clone(CLONE_NEWUSER) calls refused (ENOSPC): a sandbox inside the call
+  // (Chromium's, bubblewrap's) asking for a user namespace; said at once.
+  std::uint64_t user_namespace_refused = 0;
+  std::string user_namespace_program;
   std::uint64_t filter_kill_count = 0;
   std::vector<FilterKill> filter_kills;
   LandlockReport landlock;

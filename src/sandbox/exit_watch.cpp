@@ -13,6 +13,7 @@
 
 #include <cerrno>
 
+#include "sandbox/program_hints.hpp"
 #include "sandbox/seccomp.hpp"
 #include "util/syscalls.hpp"
 
@@ -139,6 +140,107 @@ bool syscall_failed_efbig(pid_t pid) noexcept {
 #endif
 }
 
+void append(char* line, std::size_t& n, std::size_t size, const char* text) noexcept {
+  for (; *text != '\0' && n + 1 < size; ++text) line[n++] = *text;
+}
+
+// "123" into digits.
+void pid_digits(char* digits, pid_t pid) noexcept {
+  pid_path(digits, pid, "");
+  for (char* d = digits; *d != '\0'; ++d)
+    if (*d == '/') *d = '\0';
+}
+
+// The base name of /proc/<pid>/exe as the sandbox sees it, printable ASCII
+// only ('?' for the rest, and for '`', which would end the name's quotes).
+// A thread's own name (comm) is the program's to choose ("CrRendererMain"),
+// its executable is not.
+void program_name(Watch& w, pid_t pid, char* out, std::size_t size) noexcept {
+  out[0] = '\0';
+  const int proc = proc_dir(w);
+  if (proc < 0) return;
+  char path[48];
+  pid_path(path, pid, "exe");
+  char target[256];
+  const long n = sys::raw(SYS_readlinkat, proc, sys::arg(path), sys::arg(target), sizeof target - 1);
+  if (n <= 0) return;
+  target[n] = '\0';
+  const char* base = target;
+  for (const char* p = target; *p != '\0'; ++p)
+    if (*p == '/') base = p + 1;
+  std::size_t i = 0;
+  for (; base[i] != '\0' && i + 1 < size; ++i)
+    out[i] = base[i] >= 0x20 && base[i] < 0x7f && base[i] != '`' ? base[i] : '?';
+  out[i] = '\0';
+}
+
+// Answers the stopped system call with -error, never running it. Left as it
+// is, the kernel would run the filter again, which answers "allow" to a
+// SECCOMP_RET_TRACE on the second pass: a call that cannot be answered is
+// killed instead.
+bool refuse_stopped_call(pid_t pid, int error) noexcept {
+#if defined(__x86_64__)
+  user_regs_struct regs{};
+  if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0) {
+    regs.orig_rax = static_cast<unsigned long long>(-1);
+    regs.rax = static_cast<unsigned long long>(-error);
+    if (::ptrace(PTRACE_SETREGS, pid, nullptr, &regs) == 0) return true;
+  }
+#else
+  (void)error;
+#endif
+  ::kill(pid, SIGKILL);
+  return false;
+}
+
+// The first refusal of its kind is said at once on the call's stderr, while
+// the program still runs: Chromium under write-xor-execute does not fail, it
+// hangs, and the reason must not wait for the deadline.
+void say_first_refusal(pid_t pid, const char* program, const char* what, const char* why) noexcept {
+  char line[512];
+  std::size_t n = 0;
+  char digits[16];
+  pid_digits(digits, pid);
+  append(line, n, sizeof line, "chock: `");
+  append(line, n, sizeof line, program[0] != '\0' ? program : "?");
+  append(line, n, sizeof line, "` (pid ");
+  append(line, n, sizeof line, digits);
+  append(line, n, sizeof line, ") was refused ");
+  append(line, n, sizeof line, what);
+  append(line, n, sizeof line, why);
+  line[n++] = '\n';
+  (void)!::write(2, line, n);
+}
+
+void on_write_execute(Watch& w, pid_t pid) noexcept {
+  if (!refuse_stopped_call(pid, EPERM)) return;
+  if (w.evidence.write_execute_refused++ > 0) return;
+  char* program = w.evidence.write_execute_program;
+  program_name(w, pid, program, sizeof w.evidence.write_execute_program);
+  char why[256];
+  std::size_t n = 0;
+  append(why, n, sizeof why,
+         ": a JIT needs `sandbox.jit = allow` in chock.zon (--allow-jit for chock sandbox), or ");
+  append(why, n, sizeof why, program_hints::without_jit(program_hints::kind_of(program)));
+  why[n] = '\0';
+  say_first_refusal(pid, program, "a writable and executable mapping (write-xor-execute)", why);
+}
+
+void on_user_namespace(Watch& w, pid_t pid) noexcept {
+  if (!refuse_stopped_call(pid, ENOSPC)) return;
+  if (w.evidence.user_namespace_refused++ > 0) return;
+  char* program = w.evidence.user_namespace_program;
+  program_name(w, pid, program, sizeof w.evidence.user_namespace_program);
+  char why[320];
+  std::size_t n = 0;
+  append(why, n, sizeof why,
+         " (ENOSPC): a sandbox inside a call needs one, which Chock refuses by design; Chock is the sandbox, "
+         "so run it with its own off: ");
+  append(why, n, sizeof why, program_hints::without_own_sandbox(program_hints::kind_of(program)));
+  why[n] = '\0';
+  say_first_refusal(pid, program, "a user namespace", why);
+}
+
 // The filter's SECCOMP_RET_TRACE: memfd_create without MFD_NOEXEC_SEAL (and
 // without MFD_EXEC, which the filter refuses). The flag is added in the
 // stopped task's registers, which nothing else of the call can touch; the
@@ -146,24 +248,8 @@ bool syscall_failed_efbig(pid_t pid) noexcept {
 void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
   unsigned long data = 0;
   if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &data) != 0) return;
-  if (data == seccomp::kTraceWriteExecute) {
-    // Skipped (number -1), answered EPERM, counted. Left as it is, the
-    // kernel would run the filter again, which answers "allow" to a
-    // SECCOMP_RET_TRACE on the second pass: never let that happen.
-#if defined(__x86_64__)
-    user_regs_struct regs{};
-    if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0) {
-      regs.orig_rax = static_cast<unsigned long long>(-1);
-      regs.rax = static_cast<unsigned long long>(-EPERM);
-      if (::ptrace(PTRACE_SETREGS, pid, nullptr, &regs) == 0) {
-        ++w.evidence.write_execute_refused;
-        return;
-      }
-    }
-#endif
-    ::kill(pid, SIGKILL);  // could not refuse it: the call must not go through
-    return;
-  }
+  if (data == seccomp::kTraceWriteExecute) return on_write_execute(w, pid);
+  if (data == seccomp::kTraceUserNamespace) return on_user_namespace(w, pid);
   if (data != seccomp::kTraceMemfdCreate) return;
 #if defined(__x86_64__)
   user_regs_struct regs{};
@@ -183,10 +269,6 @@ void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
     return;
   }
   ++w.evidence.memfd_unsealed;
-}
-
-void append(char* line, std::size_t& n, std::size_t size, const char* text) noexcept {
-  for (; *text != '\0' && n + 1 < size; ++text) line[n++] = *text;
 }
 
 // A task ending in SIGSYS while stopped in a call the filter kills for: the
@@ -213,9 +295,7 @@ void on_filter_kill(Watch& w, pid_t pid) noexcept {
   char line[160];
   std::size_t n = 0;
   char digits[16];
-  pid_path(digits, pid, "");
-  for (char* d = digits; *d != '\0'; ++d)
-    if (*d == '/') *d = '\0';  // "123/" without the slash
+  pid_digits(digits, pid);
   append(line, n, sizeof line, "chock: `");
   append(line, n, sizeof line, k.comm);
   append(line, n, sizeof line, "` (pid ");

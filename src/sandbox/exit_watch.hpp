@@ -37,6 +37,9 @@ struct Evidence {
   std::uint32_t memory_samples = 0;  // how often it was measured
   std::uint32_t memory_over = 0;     // 1: the sum passed memory_limit and the keeper ended the call
   std::uint32_t write_execute_refused = 0;    // calls the write-xor-execute rules refused (EPERM)
+  char write_execute_program[24] = {};        // the first refused process's executable (base name)
+  std::uint32_t user_namespace_refused = 0;   // clone(CLONE_NEWUSER) calls answered ENOSPC
+  char user_namespace_program[24] = {};       // the first that asked
   std::uint32_t memfd_sealed = 0;             // memfd_create calls the keeper made non-executable
   std::uint32_t memfd_unsealed = 0;           // ... and calls it could not (their memfd may be run)
   std::uint64_t net_no_route = 0;             // the call's network namespace: Ip OutNoRoutes + Ip6OutNoRoutes

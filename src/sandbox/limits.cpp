@@ -110,6 +110,13 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
   }
   result.network_unreachable = evidence.net_no_route;
   result.write_execute_refused = evidence.write_execute_refused;
+  result.write_execute_program.assign(
+      evidence.write_execute_program,
+      ::strnlen(evidence.write_execute_program, sizeof evidence.write_execute_program));
+  result.user_namespace_refused = evidence.user_namespace_refused;
+  result.user_namespace_program.assign(
+      evidence.user_namespace_program,
+      ::strnlen(evidence.user_namespace_program, sizeof evidence.user_namespace_program));
   result.filter_kill_count = evidence.filter_kill_count;
   for (std::size_t i = 0; i < evidence.filter_kill_count && i < exit_watch::kFilterKillsKept; ++i) {
     const exit_watch::FilterKill& k = evidence.filter_kills[i];

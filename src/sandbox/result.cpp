@@ -67,6 +67,9 @@ nlohmann::json Result::json() const {
   j["network_unreachable"] = network_unreachable;
   if (network_filtered) j["network_refusals"] = network_refusals;
   j["write_execute_refused"] = write_execute_refused;
+  if (write_execute_refused > 0) j["write_execute_program"] = write_execute_program;
+  j["user_namespace_refused"] = user_namespace_refused;
+  if (user_namespace_refused > 0) j["user_namespace_program"] = user_namespace_program;
   nlohmann::json kills = nlohmann::json::array();
   for (const auto& k : filter_kills)
     kills.push_back({{"pid", k.pid}, {"command", k.command}, {"call", k.call}});

@@ -47,6 +47,11 @@ inline constexpr std::uint16_t kTraceMemfdCreate = 1;
 // that break the rule stop; every other mmap runs the same instructions as
 // with an EPERM action. Without a tracer (the filter alone) they answer ENOSYS.
 inline constexpr std::uint16_t kTraceWriteExecute = 2;
+// The SECCOMP_RET_TRACE data of clone(CLONE_NEWUSER): a sandbox inside the
+// call (Chromium's, bubblewrap) asking for a user namespace. The keeper
+// answers ENOSPC, what the kernel says where none may be made (the call's
+// user.max_user_namespaces is 0), and says which program asked, once.
+inline constexpr std::uint16_t kTraceUserNamespace = 3;
 
 // A system call the filter kills, by name and by the number the filter uses.
 struct Killed {

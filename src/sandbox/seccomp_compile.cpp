@@ -96,6 +96,12 @@ Expected<void> add_kill_rules(void* ctx) {
   if (auto r = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), "clone", {low32_has_bits(0, CLONE_UNTRACED)});
       !r)
     return r;
+  // A nested sandbox's user namespace: refused, and named, by the keeper.
+  // (With CLONE_UNTRACED as well, the EPERM above is the stricter action.)
+  if (auto r = add(ctx, SCMP_ACT_TRACE(kTraceUserNamespace), SCMP_SYS(clone), "clone",
+                   {low32_has_bits(0, CLONE_NEWUSER)});
+      !r)
+    return r;
   // vsock reaches the hypervisor without consulting the network namespace.
   return add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), "socket", {low32_equals(0, AF_VSOCK)});
 }

@@ -5,6 +5,7 @@
 
 #include "chock/session.hpp"
 #include "sandbox/kill_naming.hpp"
+#include "sandbox/program_hints.hpp"
 #include "util/escape.hpp"
 
 namespace chock::session {
@@ -21,6 +22,11 @@ std::string signal_words(int sig) {
 
 std::string plural(std::uint64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// " to `chromium`": the program the keeper named (already printable).
+std::string of_program(const std::string& program) {
+  return program.empty() ? std::string() : " to `" + printable(program) + "`";
 }
 
 // The first line: how the call ended, where that needs saying.
@@ -75,14 +81,22 @@ std::vector<std::string> end_lines(const Result& r, const std::vector<std::strin
                     " found no route): a call has no network but its own loopback, by the sandbox's design, "
                     "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
                     "the host's");
+  // Said at once by the keeper too; here again with the count, last, so the
+  // summary a person reads after a hang ends with the cause.
   if (r.write_execute_refused > 0)
+    lines.push_back("the sandbox refused " +
+                    plural(r.write_execute_refused, "writable and executable mapping",
+                           "writable and executable mappings") +
+                    " (write-xor-execute)" + of_program(r.write_execute_program) +
+                    ": a JIT needs `sandbox.jit = allow` in chock.zon (--allow-jit for chock sandbox), or " +
+                    program_hints::without_jit(program_hints::kind_of(r.write_execute_program.c_str())));
+  if (r.user_namespace_refused > 0)
     lines.push_back(
-        "the sandbox refused " +
-        plural(r.write_execute_refused, "writable and executable mapping",
-               "writable and executable mappings") +
-        " (write-xor-execute): a JIT (Node, Deno, Bun, the JVM, .NET) needs `sandbox.jit = allow` "
-        "in chock.zon (--allow-jit for chock sandbox), or its own switch to run without one (node "
-        "--jitless)");
+        "the sandbox refused " + plural(r.user_namespace_refused, "user namespace", "user namespaces") +
+        of_program(r.user_namespace_program) +
+        " (ENOSPC): a sandbox inside a call needs one, which Chock refuses by design; Chock is the "
+        "sandbox, so run it with its own off: " +
+        program_hints::without_own_sandbox(program_hints::kind_of(r.user_namespace_program.c_str())));
   return lines;
 }
 
