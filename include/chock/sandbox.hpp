@@ -37,6 +37,9 @@ class Child {
   // after spawn, while the program starts. False where that process could
   // not start: the destructor waits.
   bool hand_teardown_to(int held_fd) noexcept;
+  // The keeper's pidfd (borrowed; -1 when the call never started): its
+  // namespaces are the call's (a published port's relay joins its network).
+  [[nodiscard]] int keeper_pidfd() const noexcept;
 
   struct State;
   explicit Child(std::unique_ptr<State> state);

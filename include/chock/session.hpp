@@ -48,7 +48,10 @@ struct Request {
   std::vector<std::string> env;    // K=V over the call's environment
   std::vector<std::string> deny;   // project files covered by the deny notice (added to the session's)
   std::vector<std::string> carry;  // ignored directories shown copy-on-write (added to the session's)
-  std::optional<Network> network;  // nullopt: the project's .network, else none
+  // "[HOST_PORT:]CALL_PORT": the call's 127.0.0.1:CALL_PORT reached from the
+  // host's 127.0.0.1:HOST_PORT (and [::1]) for as long as the program runs.
+  std::vector<std::string> publish;
+  std::optional<Network> network;                    // nullopt: the project's .network, else none
   std::optional<std::chrono::milliseconds> timeout;  // nullopt: the layers' deadline (30 min unless lowered)
   // Where the call starts: a directory of the project, relative to its top or
   // absolute below it. Empty: `project` itself (or the current directory).

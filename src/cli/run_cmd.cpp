@@ -1,5 +1,6 @@
 // chock run [--project DIR] [--session ID | --keep] [--allow-dirty] [--deny PATH]... [--carry DIR]...
 //           [--net none|filtered|host] [--timeout S] [--result FILE] [--background] [--json]
+//           [--publish [HOST_PORT:]CALL_PORT]...
 //           [--org-bundle PATH] [--policy-rule ACTION=DECISION]... -- CMD [ARG...]
 // The command line's face of the session engine (chock/session.hpp): flags
 // in, the person's terminal as its hooks, the outcome printed.
@@ -140,6 +141,14 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--background", o->request.background,
                 "Start the call as a task of the session and print its id at once (`chock tasks`); a new "
                 "session is kept");
+  cmd->add_option(
+         "--publish", o->request.publish,
+         "Reach the call's 127.0.0.1:CALL_PORT from the host's 127.0.0.1:HOST_PORT (and [::1]) while "
+         "the program runs; HOST_PORT omitted: a free one (repeatable; net.publish.CALL_PORT decides)")
+      ->type_name("[HOST_PORT:]CALL_PORT")
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
       ->check(kPositiveSeconds);
   cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");

@@ -44,7 +44,9 @@ nlohmann::json task_json(const std::string& session, const nlohmann::json& s) {
           {"started", field("started")},
           {"ended", field("ended")},
           {"exit_status", field("exit_status")},
-          {"dropped_bytes", field("dropped_bytes")}};
+          {"dropped_bytes", field("dropped_bytes")},
+          // Open only while the task runs; the ports it had, after.
+          {"published", s.value("published", nlohmann::json::array())}};
 }
 
 int list(const std::string& session, bool json) {

@@ -318,6 +318,10 @@ void Child::cancel() noexcept {
   if (state_) state_->kill_tree();
 }
 
+int Child::keeper_pidfd() const noexcept {
+  return state_ && state_->keeper ? state_->keeper.get() : -1;
+}
+
 void Child::signal(int sig) noexcept {
   if (state_ && state_->keeper) sys::pidfd_send_signal(state_->keeper.get(), sig);
 }

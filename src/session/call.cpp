@@ -19,6 +19,7 @@
 #include "session/mounts.hpp"
 #include "session/net_rules.hpp"
 #include "session/program_io.hpp"
+#include "session/published.hpp"
 #include "session/tasks.hpp"
 #include "session/toolchain_choice.hpp"
 #include "util/dirs.hpp"
@@ -133,6 +134,20 @@ class InSession {
     // Written while the sandbox starts (while_entering below), in the room the last call reserved.
     events.hold();
     open_lines(c_.request, context_, opened_, events, say);
+    // Decided and bound by the call the person asked (a task's runner has
+    // them from it): a refusal or a port taken ends the call before it starts.
+    std::vector<net::Published> published = std::move(c_.published);
+    if (published.empty()) {
+      auto opened = open_published(c_.request, context_.network, context_.layers.table, c_.hooks.ask);
+      if (!opened) {
+        events.release();
+        return std::move(opened).error();
+      }
+      published = std::move(*opened);
+    }
+    for (const auto& p : published)
+      say("published " + p.url() + " -> the call's 127.0.0.1:" + std::to_string(p.call_port) +
+          " (the host's loopback only; it closes when the program ends)");
     if (c_.request.background) {
       events.release();
       // The runner starts where this call would, on the network decided here.
@@ -141,7 +156,7 @@ class InSession {
       background.cwd.clear();
       background.network = context_.network;
       background.session = s.id;
-      auto task = start_task(s, background);
+      auto task = start_task(s, background, published);
       if (!task) return std::move(task).error();
       say("task " + *task + " started; `chock tasks wait " + *task + "` waits for it, its calls read it at " +
           workspace::kTasksInside);
@@ -207,12 +222,26 @@ class InSession {
     // The next call waits for its teardown; this one need not.
     if (mounts->hold.lock.fd() >= 0) child->hand_teardown_to(mounts->hold.lock.fd());
     io->start();
+    std::mutex publish_log;  // the relay's links record from threads of their own
+    std::optional<net::Publisher> publisher;
+    if (!published.empty()) {
+      auto maker = net::SocketMaker::start(child->keeper_pidfd());
+      if (maker)
+        publisher.emplace(std::move(published), std::move(*maker),
+                          [&events, &publish_log](std::string_view event, const nlohmann::json& fields) {
+                            std::lock_guard lock(publish_log);
+                            events.add(event, fields);
+                          });
+      else
+        say("the published ports stay closed: " + maker.error().message());
+    }
     if (task) c_.as_task->started(opened_.lock);
     if (c_.hooks.started) c_.hooks.started();
     if (mounts->hold.how == workspace::MountsHold::alone)
       workspace::remove_set_aside_work(s);  // while the program starts
     Result r = child->wait(c_.cancel_poll.get());
-    if (task) child->detach();  // the runner exits next: the keeper's teardown is the kernel's
+    if (publisher) publisher->stop();  // the host ports refuse from here on
+    if (task) child->detach();         // the runner exits next: the keeper's teardown is the kernel's
     io->finish();
     if (task) c_.as_task->drained();
     if (c_.hooks.ended) c_.hooks.ended();

@@ -11,6 +11,7 @@
 #include "chock/sandbox.hpp"
 #include "chock/session.hpp"
 #include "chock/workspace.hpp"
+#include "net/publish.hpp"
 #include "util/fd.hpp"
 
 namespace chock::session {
@@ -34,8 +35,10 @@ struct session::Call::Impl {
   Hooks hooks;
   std::optional<session::AsTask> as_task;
   std::optional<Begun> prepared;  // Call::use
-  UniqueFd cancel_event;          // an eventfd cancel() writes
-  UniqueFd cancel_poll;           // an epoll over it and Request::cancel_fd: what Child::wait watches
+  // A task's runner: the ports its caller published, listening already.
+  std::vector<net::Published> published;
+  UniqueFd cancel_event;  // an eventfd cancel() writes
+  UniqueFd cancel_poll;   // an epoll over it and Request::cancel_fd: what Child::wait watches
   std::atomic<bool> cancelled{false};
   std::mutex mutex;
   std::thread thread;

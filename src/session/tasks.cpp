@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "session/call_impl.hpp"
+#include "session/published.hpp"
 #include "util/dirs.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
@@ -90,7 +92,8 @@ nlohmann::json request_json(const Request& r) {
                       {"host_toolchain", r.host_toolchain},
                       {"plain_env", r.plain_env},
                       {"org_bundle", r.org_bundle},
-                      {"policy_rules", r.policy_rules}};
+                      {"policy_rules", r.policy_rules},
+                      {"publish", r.publish}};
   j["network"] = !r.network                        ? nlohmann::json(nullptr)
                  : *r.network == Network::filtered ? nlohmann::json("filtered")
                  : *r.network == Network::host     ? nlohmann::json("host")
@@ -115,6 +118,7 @@ Expected<Request> request_of(const std::string& text) {
     r.plain_env = j.at("plain_env").get<bool>();
     r.org_bundle = j.at("org_bundle").get<std::string>();
     r.policy_rules = j.at("policy_rules").get<std::vector<std::string>>();
+    r.publish = j.value("publish", std::vector<std::string>{});
     const auto& net = j.at("network");
     if (net == "filtered") r.network = Network::filtered;
     if (net == "host") r.network = Network::host;
@@ -125,6 +129,26 @@ Expected<Request> request_of(const std::string& text) {
     return Error{std::string("the task's request: ") + e.what(), "", 0, Errc::bad_config};
   }
   return r;
+}
+
+// The listeners start_task handed over, as its record lists the ports.
+std::vector<net::Published> inherited_ports(const nlohmann::json& state) {
+  std::vector<net::Published> out;
+  int fd = 4;
+  for (const auto& p : state.value("published", nlohmann::json::array())) {
+    net::Published port;
+    port.host_port = p.value("host_port", std::uint16_t{0});
+    port.call_port = p.value("call_port", std::uint16_t{0});
+    port.v4.reset(fd++);
+    UniqueFd v6(fd++);
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (::getsockopt(v6.get(), SOL_SOCKET, SO_TYPE, &type, &len) == 0) port.v6 = std::move(v6);
+    ::fcntl(port.v4.get(), F_SETFD, FD_CLOEXEC);
+    if (port.v6) ::fcntl(port.v6.get(), F_SETFD, FD_CLOEXEC);
+    out.push_back(std::move(port));
+  }
+  return out;
 }
 
 void write_state(const std::string& base, const nlohmann::json& state) {
@@ -223,7 +247,8 @@ class Runner {
 
 }  // namespace
 
-Expected<std::string> start_task(const workspace::Session& s, const Request& request) {
+Expected<std::string> start_task(const workspace::Session& s, const Request& request,
+                                 const std::vector<net::Published>& published) {
   auto helper = companion("chock-helper");
   if (!helper) return std::move(helper).error();
   const std::string dir = workspace::tasks_dir(s);
@@ -238,6 +263,7 @@ Expected<std::string> start_task(const workspace::Session& s, const Request& req
   if (!task_lock || ::flock(task_lock.get(), LOCK_EX) != 0)
     return sys_error("lock the task", lock_path(s, *n));
   nlohmann::json state = {{"id", id}, {"argv", request.argv}, {"started", now_text()}, {"state", "starting"}};
+  if (!published.empty()) state["published"] = published_json(published);
   if (auto w = workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n"); !w)
     return std::move(w).error();
   int p[2];
@@ -251,6 +277,16 @@ Expected<std::string> start_task(const workspace::Session& s, const Request& req
   posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_RDWR, 0);
   posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_RDWR, 0);
   posix_spawn_file_actions_adddup2(&files, task_lock.get(), 3);
+  // Each port's IPv4 listener, then its IPv6 one (or /dev/null, where the
+  // host has no IPv6 loopback), from descriptor 4 on.
+  int next_fd = 4;
+  for (const auto& p : published) {
+    posix_spawn_file_actions_adddup2(&files, p.v4.get(), next_fd++);
+    if (p.v6)
+      posix_spawn_file_actions_adddup2(&files, p.v6.get(), next_fd++);
+    else
+      posix_spawn_file_actions_addopen(&files, next_fd++, "/dev/null", O_RDONLY, 0);
+  }
   // A session of its own: the caller's terminal, its hangup and its Ctrl-C never reach the task.
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
   sigset_t none;
@@ -282,6 +318,7 @@ int run_task(const std::string& session, int number) {
   auto parsed = parse_json(*recorded);
   if (!parsed || !parsed->is_object()) return 125;
   nlohmann::json state = std::move(*parsed);
+  std::vector<net::Published> published = inherited_ports(state);
   Runner runner(base, std::move(state));
   if (!runner.open()) return 125;
   std::string text;
@@ -307,6 +344,7 @@ int run_task(const std::string& session, int number) {
   hooks.say = [&runner](const std::string& line) { runner.say(line); };
   Call call(std::move(*request), std::move(hooks));
   call.impl().as_task = runner.as_task();
+  call.impl().published = std::move(published);
   auto outcome = call.wait();
   if (!outcome) {
     runner.failed(outcome.error());
@@ -351,7 +389,12 @@ std::string task_line(const nlohmann::json& s) {
   std::string status = s.value("state", "");
   if (s.contains("exit_status") && s["exit_status"].is_number_integer())
     status += " (" + std::to_string(s["exit_status"].get<int>()) + ")";
-  return printable(s.value("id", "") + "  " + status + "  " + s.value("started", "") + "  " + argv);
+  std::string ports;
+  if (s.value("state", "") == "running")
+    for (const auto& p : s.value("published", nlohmann::json::array()))
+      if (p.is_object())
+        ports += "  " + p.value("url", std::string()) + " -> " + std::to_string(p.value("call_port", 0));
+  return printable(s.value("id", "") + "  " + status + "  " + s.value("started", "") + "  " + argv + ports);
 }
 
 Expected<bool> cancel_task(const Task& t, std::string* why) {

@@ -20,6 +20,7 @@
 
 #include "chock/session.hpp"
 #include "chock/workspace.hpp"
+#include "net/publish.hpp"
 
 namespace chock::session {
 
@@ -29,10 +30,13 @@ inline constexpr std::uint64_t kMaxTaskOutput = 8ULL << 20;
 // Starts task NN of the session for `request` (its project the call's
 // starting directory, its network decided) and returns its id
 // ("<session>-NN") once the runner is on its way.
-[[nodiscard]] Expected<std::string> start_task(const workspace::Session& session, const Request& request);
+// Its published ports, listening already, are the runner's from descriptor 4 on.
+[[nodiscard]] Expected<std::string> start_task(const workspace::Session& session, const Request& request,
+                                               const std::vector<net::Published>& published);
 
 // The runner's side: `chock-helper task SESSION NN`, the request as JSON on
-// stdin and the task's lock (held) on descriptor 3. Its exit status.
+// stdin, the task's lock (held) on descriptor 3 and the published ports'
+// listeners from 4 on. Its exit status.
 [[nodiscard]] int run_task(const std::string& session, int number);
 
 struct Task {
