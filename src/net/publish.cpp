@@ -204,6 +204,7 @@ Expected<SocketMaker> SocketMaker::start(int keeper_pidfd) {
     errno = status;
     return sys_error("publish a port: join the call's network namespace");
   }
+  maker.ask_next();
   return maker;
 }
 
@@ -215,11 +216,16 @@ SocketMaker::~SocketMaker() {
   ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
 }
 
+// One socket is always asked for ahead: a connection takes the one made
+// while the last was served, and asks for the next, never waiting on the maker.
+void SocketMaker::ask_next() {
+  const char request = 's';
+  (void)!::send(channel_.get(), &request, 1, MSG_NOSIGNAL);
+}
+
 UniqueFd SocketMaker::make() {
   std::lock_guard lock(*mutex_);
   if (!channel_) return {};
-  const char request = 's';
-  if (::send(channel_.get(), &request, 1, MSG_NOSIGNAL) != 1) return {};
   int error = 0;
   iovec iov{&error, sizeof error};
   msghdr msg{};
@@ -228,7 +234,9 @@ UniqueFd SocketMaker::make() {
   FdControl control;
   expect_fd(msg, control);
   if (::recvmsg(channel_.get(), &msg, MSG_CMSG_CLOEXEC) != sizeof error) return {};
-  return UniqueFd(received_fd(msg));
+  UniqueFd made(received_fd(msg));
+  ask_next();
+  return made;
 }
 
 Publisher::Publisher(std::vector<Published> ports, SocketMaker maker, Record record)

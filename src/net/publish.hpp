@@ -68,6 +68,7 @@ class SocketMaker {
 
  private:
   SocketMaker(UniqueFd channel, UniqueFd pidfd) : channel_(std::move(channel)), pidfd_(std::move(pidfd)) {}
+  void ask_next();
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
   UniqueFd channel_;
   UniqueFd pidfd_;
