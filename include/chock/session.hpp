@@ -111,11 +111,12 @@ struct Hooks {
 
 struct Outcome {
   std::string session;
-  std::string project;           // the project's top level
-  bool created = false;          // this call made the session
-  bool removed = false;          // a session of one call that left nothing, removed after it
-  std::string task;              // background: the task's id ("<session>-NN")
-  std::optional<Result> result;  // foreground: how the call ended
+  std::string project;                 // the project's top level
+  bool created = false;                // this call made the session
+  bool removed = false;                // a session of one call that left nothing, removed after it
+  std::string task;                    // background: the task's id ("<session>-NN")
+  std::vector<std::string> published;  // each published port's URL on the host ("http://127.0.0.1:41017/")
+  std::optional<Result> result;        // foreground: how the call ended
   // Which deadline applied, in words: "30 min (Chock's default; ...)".
   std::string deadline;
 };

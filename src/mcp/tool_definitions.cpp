@@ -49,7 +49,13 @@ Json tool_definitions() {
           {{"argv", {{"type", "array"}, {"items", kString}, {"minItems", 1}}},
            {"cwd", {{"type", "string"}, {"description", "a directory of the project (default: its top)"}}},
            {"timeout_s", {{"type", "number"}, {"exclusiveMinimum", 0}}},
-           {"background", {{"type", "boolean"}}}},
+           {"background", {{"type", "boolean"}}},
+           {"publish",
+            {{"type", "array"},
+             {"items", {{"type", "string"}, {"pattern", "^([0-9]{1,5}:)?[0-9]{1,5}$"}}},
+             {"description",
+              "with background: \"[HOST_PORT:]CALL_PORT\" each, the task's server reached from the person's "
+              "browser at http://127.0.0.1:HOST_PORT/ while it runs (net.publish.CALL_PORT decides)"}}}},
           {"argv"}),
       annotations(false, true, true)));
   tools.push_back(tool("task_output", "Read a background task",

@@ -163,13 +163,22 @@ Json Server::run_command(const Json& args, Flight& flight) {
     r.timeout = std::chrono::milliseconds(static_cast<long long>(t->get<double>() * 1000));
   }
   r.background = args.value("background", false);
+  if (const auto p = args.find("publish"); p != args.end()) {
+    if (!p->is_array()) return tool_error("publish is an array of \"[HOST_PORT:]CALL_PORT\" strings");
+    for (const auto& spec : *p) {
+      if (!spec.is_string()) return tool_error("publish is an array of \"[HOST_PORT:]CALL_PORT\" strings");
+      r.publish.push_back(spec.get<std::string>());
+    }
+  }
   auto ran = run_in_session(std::move(r), flight, kOutputCap);
   if (!ran) return tool_error(ran.error().message());
   const session::Outcome& o = ran->outcome;
-  if (!o.task.empty())
-    return tool_result(
-        Json::array({text("task " + o.task + " started; task_output {\"id\": \"" + o.task + "\"} reads it")}),
-        false, {{"task", o.task}, {"session", o.session}});
+  if (!o.task.empty()) {
+    std::string said = "task " + o.task + " started; task_output {\"id\": \"" + o.task + "\"} reads it";
+    for (const auto& url : o.published) said += "\npublished at " + url + " while it runs";
+    return tool_result(Json::array({text(said)}), false,
+                       {{"task", o.task}, {"session", o.session}, {"published", o.published}});
+  }
   const Result& result = *o.result;
   Json structured{{"stdout", ran->out.head},
                   {"stderr", ran->err.head},

@@ -145,6 +145,7 @@ class InSession {
       }
       published = std::move(*opened);
     }
+    for (const auto& p : published) out.published.push_back(p.url());
     for (const auto& p : published)
       say("published " + p.url() + " -> the call's 127.0.0.1:" + std::to_string(p.call_port) +
           " (the host's loopback only; it closes when the program ends)");

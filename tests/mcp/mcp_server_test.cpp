@@ -214,6 +214,46 @@ TEST(McpServer, ABackgroundCommandIsATaskWhoseOutputIsReadLater) {
   EXPECT_NE(seen.find(task), std::string::npos) << seen;
 }
 
+// run_command {background, publish}: the task's server is reached from the
+// host's loopback at the URL the answer gives; without a net.publish row the
+// client (which cannot be asked here) gets a refusal naming the row.
+TEST(McpServer, ABackgroundServerIsPublishedAtTheUrlTheAnswerGives) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  write_file(f.file("page.txt"), "served from the call\n");
+  write_file(f.file("chock.zon"),
+             ".{ .policy = .{ .rules = .{ .{ .action = \"net.publish.8000\", .decision = .allow } } } }\n");
+  f.commit_all("a page");
+  auto steps = sdk(
+      f, chock_mcp_plan(
+             f, {},
+             {call("run_command", {{"argv", {"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"}},
+                                   {"background", true},
+                                   {"publish", {"8000"}}}),
+              call("run_command", {{"argv", {"true"}}, {"background", true}, {"publish", {"8001"}}})}));
+  ASSERT_EQ(steps.size(), 2U);
+  const Json& r = steps[0]["result"];
+  ASSERT_FALSE(r["isError"]) << r.dump();
+  const std::string task = r["structuredContent"]["task"];
+  ASSERT_EQ(r["structuredContent"]["published"].size(), 1U) << r.dump();
+  const std::string url = r["structuredContent"]["published"][0];
+  EXPECT_NE(text_of(r).find("published at " + url), std::string::npos) << r.dump();
+  Output page;
+  for (int i = 0; i < 100; ++i) {
+    page = run_process({"curl", "-sS", "-m", "5", url + "page.txt"});
+    if (page.status == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(page.out, "served from the call\n") << describe(page);
+  Output cancel = run_process({chock_binary(), "tasks", "cancel", task}, fixture_env(f));
+  EXPECT_EQ(cancel.status, 0) << describe(cancel);
+  EXPECT_NE(run_process({"curl", "-sS", "-m", "5", url + "page.txt"}).status, 0);
+  const Json& refused = steps[1]["result"];
+  EXPECT_TRUE(refused["isError"]) << refused.dump();
+  EXPECT_NE(text_of(refused).find("net.publish.8001"), std::string::npos) << refused.dump();
+}
+
 TEST(McpServer, ACommandStartsInTheDirectoryOfTheProjectItNames) {
   SKIP_WITHOUT_MCP_CLIENTS();
   Fixture f;
