@@ -128,5 +128,60 @@ TEST_F(Sanitizers, AThreadSanitizerBuildPasses) {
   EXPECT_EQ(o.err.find("FATAL: ThreadSanitizer"), std::string::npos) << describe(o);
 }
 
+// Issue 56, item 1: in a git workspace, git grep's preload reaches git and
+// nothing else, so an ASan build (whose runtime must come first in the
+// initial library list) runs beside a git grep that works under
+// write-xor-execute. Only detect_leaks=0 is set, as a developer would.
+class GitSanitizers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    f.init_git();
+    write_file(f.file("threads.c"), kThreads);
+    write_file(f.file("Makefile"), kMakefile);
+    f.commit_all("an ASan unit test");
+    f.set_env("ASAN_OPTIONS", "detect_leaks=0");
+  }
+  Fixture f;
+};
+
+TEST_F(GitSanitizers, MakeCheckOfAnAddressSanitizerBuildPassesBesideGitGrep) {
+  std::string why;
+  if (!compiler_has("address", &why)) GTEST_SKIP() << why;
+  Output o = f.run({}, "echo \"LD_PRELOAD=${LD_PRELOAD-unset}\"; make check && git grep -c pthread_create");
+  EXPECT_EQ(o.status, 0) << describe(o);
+  EXPECT_NE(o.out.find("LD_PRELOAD=unset\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("counter 4000"), std::string::npos) << describe(o);
+  EXPECT_NE(o.out.find("threads.c:1\n"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("ASan runtime does not come first"), std::string::npos) << describe(o);
+}
+
+// What git starts is not git: a hook and an alias start without the preload
+// (the ASan unit runs in a pre-commit hook), and a git they run is Chock's
+// again (first on their PATH), so its grep works.
+TEST_F(GitSanitizers, WhatGitStartsHasNoPreloadAndAGitItRunsHasIt) {
+  std::string why;
+  if (!compiler_has("address", &why)) GTEST_SKIP() << why;
+  Output o = f.run({}, R"(set -e
+mkdir /tmp/hooks
+cat > /tmp/hooks/pre-commit <<'EOF'
+#!/bin/sh
+echo "hook: LD_PRELOAD=${LD_PRELOAD-unset}"
+make -s check && git grep -c pthread_create
+EOF
+chmod +x /tmp/hooks/pre-commit
+git -c core.hooksPath=/tmp/hooks commit -q --allow-empty -m hooked
+echo "alias: $(git -c alias.e='!env' e | grep -c '^LD_PRELOAD=' || :) preloads"
+git -c alias.g='!git grep -c pthread_create' g
+git -c alias.p='!echo "$PATH"' p | cut -d: -f1
+)");
+  EXPECT_EQ(o.status, 0) << describe(o);
+  // git passes a hook's stdout to its stderr.
+  EXPECT_NE(o.err.find("hook: LD_PRELOAD=unset\ncounter 4000\nthreads.c:1\n"), std::string::npos)
+      << describe(o);
+  EXPECT_EQ(o.out, "alias: 0 preloads\nthreads.c:1\n/run/chock/bin\n") << describe(o);
+  EXPECT_EQ(o.err.find("ASan runtime does not come first"), std::string::npos) << describe(o);
+  EXPECT_EQ(o.err.find("Couldn't JIT"), std::string::npos) << describe(o);
+}
+
 }  // namespace
 }  // namespace chock::test::ws
