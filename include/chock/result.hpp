@@ -103,6 +103,10 @@ struct Result {
   std::uint64_t write_execute_refused = 0;
   std::uint64_t filter_kill_count = 0;
   std::vector<FilterKill> filter_kills;
+  // clone(CLONE_UNTRACED) refused (EPERM): a child the keeper could not
+  // watch; of them, with exactly LeakSanitizer's tracer's flags.
+  std::uint64_t untraced_clone_refused = 0;
+  std::uint64_t sanitizer_tracer_refused = 0;
   LandlockReport landlock;
   LimitsReport limits;
 

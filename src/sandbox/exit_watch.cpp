@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <cerrno>
 
 #include "sandbox/seccomp.hpp"
@@ -21,6 +23,8 @@
 #endif
 
 namespace chock::exit_watch {
+
+static_assert(seccomp::kSanitizerTracerClone == (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED));
 
 namespace {
 
@@ -162,6 +166,24 @@ void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
     }
 #endif
     ::kill(pid, SIGKILL);  // could not refuse it: the call must not go through
+    return;
+  }
+  if (data == seccomp::kTraceUntracedClone) {
+    // Answered as kTraceWriteExecute is, and counted.
+#if defined(__x86_64__)
+    user_regs_struct regs{};
+    if (::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0) {
+      const std::uint64_t flags = regs.rdi & 0xffffffffULL;
+      regs.orig_rax = static_cast<unsigned long long>(-1);
+      regs.rax = static_cast<unsigned long long>(-EPERM);
+      if (::ptrace(PTRACE_SETREGS, pid, nullptr, &regs) == 0) {
+        ++w.evidence.untraced_clone_refused;
+        if (flags == seccomp::kSanitizerTracerClone) ++w.evidence.sanitizer_tracer_refused;
+        return;
+      }
+    }
+#endif
+    ::kill(pid, SIGKILL);
     return;
   }
   if (data != seccomp::kTraceMemfdCreate) return;

@@ -42,6 +42,8 @@ struct Evidence {
   std::uint64_t net_no_route = 0;             // the call's network namespace: Ip OutNoRoutes + Ip6OutNoRoutes
   std::uint32_t filter_kill_count = 0;        // processes the filter killed, all of them
   FilterKill filter_kills[kFilterKillsKept];  // the first few
+  std::uint32_t untraced_clone_refused = 0;   // clone(CLONE_UNTRACED) answered EPERM
+  std::uint32_t sanitizer_tracer_refused = 0;  // ... with exactly LeakSanitizer's tracer's flags
 };
 
 // Keeper state: fixed size, built before the fork.

@@ -116,6 +116,8 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
     result.filter_kills.push_back({k.pid, std::string(k.comm, ::strnlen(k.comm, sizeof k.comm)),
                                    std::string(k.call, ::strnlen(k.call, sizeof k.call))});
   }
+  result.untraced_clone_refused = evidence.untraced_clone_refused;
+  result.sanitizer_tracer_refused = evidence.sanitizer_tracer_refused;
   KillFacts facts;
   facts.exit_code = result.exit_code;
   facts.signal = result.signal;

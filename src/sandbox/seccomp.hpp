@@ -47,6 +47,14 @@ inline constexpr std::uint16_t kTraceMemfdCreate = 1;
 // that break the rule stop; every other mmap runs the same instructions as
 // with an EPERM action. Without a tracer (the filter alone) they answer ENOSYS.
 inline constexpr std::uint16_t kTraceWriteExecute = 2;
+// The SECCOMP_RET_TRACE data of clone with CLONE_UNTRACED, whose child would
+// escape the keeper: the keeper answers EPERM and counts it, and whether its
+// flags are exactly those of the sanitizers' stop-the-world tracer
+// (kSanitizerTracerClone), so Chock can name LeakSanitizer's way out.
+inline constexpr std::uint16_t kTraceUntracedClone = 3;
+// CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED, no exit signal:
+// LeakSanitizer's tracer (sanitizer_stoptheworld_linux_libcdep.cpp).
+inline constexpr std::uint64_t kSanitizerTracerClone = 0x00000100U | 0x00000200U | 0x00000400U | 0x00800000U;
 
 // A system call the filter kills, by name and by the number the filter uses.
 struct Killed {

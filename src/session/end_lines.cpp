@@ -75,6 +75,19 @@ std::vector<std::string> end_lines(const Result& r, const std::vector<std::strin
                     " found no route): a call has no network but its own loopback, by the sandbox's design, "
                     "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
                     "the host's");
+  // LeakSanitizer's tracer, by its exact flags; any other such clone is said
+  // as what it is, never as LeakSanitizer.
+  if (r.sanitizer_tracer_refused > 0)
+    lines.push_back(
+        "LeakSanitizer cannot look for leaks in a call: its tracer is a process made with "
+        "clone(CLONE_UNTRACED), which the sandbox refuses (" +
+        plural(r.sanitizer_tracer_refused, "time", "times") +
+        "); run with ASAN_OPTIONS=detect_leaks=0 (LSAN_OPTIONS=detect_leaks=0 for -fsanitize=leak)");
+  if (r.untraced_clone_refused > r.sanitizer_tracer_refused)
+    lines.push_back("the sandbox refused " +
+                    plural(r.untraced_clone_refused - r.sanitizer_tracer_refused, "clone", "clones") +
+                    " with CLONE_UNTRACED (EPERM): a process made so would escape the sandbox's watch "
+                    "of the call");
   if (r.write_execute_refused > 0)
     lines.push_back(
         "the sandbox refused " +
