@@ -231,6 +231,7 @@ void on_filter_kill(Watch& w, pid_t pid) noexcept {
     k.comm[i] = comm[i] >= 0x20 && comm[i] < 0x7f && comm[i] != '`' ? comm[i] : '?';
   if (w.evidence.filter_kill_count < kFilterKillsKept)
     w.evidence.filter_kills[w.evidence.filter_kill_count] = k;
+  w.evidence.last_filter_kill = k;
   ++w.evidence.filter_kill_count;
   char line[160];
   std::size_t n = 0;

@@ -39,6 +39,13 @@ std::string how_it_ended(const Result& r, const std::string& command, const std:
     return "the call ran past its timeout" + (deadline.empty() ? "" : " of " + deadline) +
            " and every process of it was stopped";
   if (r.cancelled) return "the call was cancelled and every process of it was stopped";
+  // Before the SIGKILL it ended with: what ended it was Chock, and why.
+  if (r.never_ending)
+    return "the call could never end, so Chock ended it at once: `" +
+           printable(r.never_ending_after.command) + "` (pid " + std::to_string(r.never_ending_after.pid) +
+           ") was killed for calling `" + printable(r.never_ending_after.call) +
+           "`, which the sandbox refuses, and every process left was stopped or waiting on another "
+           "process of the call";
   if (std::string named = kill_message(r.limits); !named.empty())
     return named.starts_with("chock: ") ? named.substr(7) : named;
   if (r.signal) return "the program was killed by " + signal_words(*r.signal);
