@@ -6,7 +6,7 @@
 # pkg-config file, for programs that embed the sandbox).
 include(GNUInstallDirs)
 install(TARGETS chock chock-connect RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
-install(TARGETS chock-fetch-hop chock-helper RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/chock COMPONENT runtime)
+install(TARGETS chock-fetch-hop chock-helper chock-git RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/chock COMPONENT runtime)
 install(TARGETS chock_lib EXPORT chockTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 # CPack strips executables only: the archive's debug information (some 150 MB) stays in the build.
 install(CODE "execute_process(COMMAND strip --strip-debug \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libchock.a\")"

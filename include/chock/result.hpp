@@ -108,6 +108,15 @@ struct Result {
   std::string user_namespace_program;
   std::uint64_t filter_kill_count = 0;
   std::vector<FilterKill> filter_kills;
+  // The filter had killed `never_ending_after` and then no process left could
+  // ever go on (each stopped, a zombie, or waiting on another of the call):
+  // Chock ended the call at once instead of at its deadline.
+  bool never_ending = false;
+  FilterKill never_ending_after;
+  // clone(CLONE_UNTRACED) refused (EPERM): a child the keeper could not
+  // watch; of them, with exactly LeakSanitizer's tracer's flags.
+  std::uint64_t untraced_clone_refused = 0;
+  std::uint64_t sanitizer_tracer_refused = 0;
   LandlockReport landlock;
   LimitsReport limits;
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
@@ -22,6 +23,8 @@
 #endif
 
 namespace chock::exit_watch {
+
+static_assert(seccomp::kSanitizerTracerClone == (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED));
 
 namespace {
 
@@ -250,6 +253,19 @@ void on_seccomp_stop(Watch& w, pid_t pid) noexcept {
   if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &data) != 0) return;
   if (data == seccomp::kTraceWriteExecute) return on_write_execute(w, pid);
   if (data == seccomp::kTraceUserNamespace) return on_user_namespace(w, pid);
+  if (data == seccomp::kTraceUntracedClone) {
+#if defined(__x86_64__)
+    user_regs_struct regs{};
+    const bool read = ::ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0;
+    const std::uint64_t flags = read ? regs.rdi & 0xffffffffULL : 0;
+#else
+    const std::uint64_t flags = 0;
+#endif
+    if (!refuse_stopped_call(pid, EPERM)) return;
+    ++w.evidence.untraced_clone_refused;
+    if (flags == seccomp::kSanitizerTracerClone) ++w.evidence.sanitizer_tracer_refused;
+    return;
+  }
   if (data != seccomp::kTraceMemfdCreate) return;
 #if defined(__x86_64__)
   user_regs_struct regs{};
@@ -291,6 +307,7 @@ void on_filter_kill(Watch& w, pid_t pid) noexcept {
     k.comm[i] = comm[i] >= 0x20 && comm[i] < 0x7f && comm[i] != '`' ? comm[i] : '?';
   if (w.evidence.filter_kill_count < kFilterKillsKept)
     w.evidence.filter_kills[w.evidence.filter_kill_count] = k;
+  w.evidence.last_filter_kill = k;
   ++w.evidence.filter_kill_count;
   char line[160];
   std::size_t n = 0;

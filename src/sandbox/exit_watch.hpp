@@ -45,6 +45,12 @@ struct Evidence {
   std::uint64_t net_no_route = 0;             // the call's network namespace: Ip OutNoRoutes + Ip6OutNoRoutes
   std::uint32_t filter_kill_count = 0;        // processes the filter killed, all of them
   FilterKill filter_kills[kFilterKillsKept];  // the first few
+  FilterKill last_filter_kill;                // the latest
+  std::uint32_t untraced_clone_refused = 0;   // clone(CLONE_UNTRACED) answered EPERM
+  std::uint32_t sanitizer_tracer_refused = 0;  // ... with exactly LeakSanitizer's tracer's flags
+  // 1: the filter had killed a process and then no process left could ever
+  // go on (stuck_watch.hpp): the keeper ended the call at once.
+  std::uint32_t never_ending = 0;
 };
 
 // Keeper state: fixed size, built before the fork.

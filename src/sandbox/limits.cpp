@@ -123,10 +123,18 @@ void finish_limits(LimitsSetup& s, Result& result, const exit_watch::Evidence& e
     result.filter_kills.push_back({k.pid, std::string(k.comm, ::strnlen(k.comm, sizeof k.comm)),
                                    std::string(k.call, ::strnlen(k.call, sizeof k.call))});
   }
+  if (evidence.never_ending > 0) {
+    const exit_watch::FilterKill& k = evidence.last_filter_kill;
+    result.never_ending = true;
+    result.never_ending_after = {k.pid, std::string(k.comm, ::strnlen(k.comm, sizeof k.comm)),
+                                 std::string(k.call, ::strnlen(k.call, sizeof k.call))};
+  }
+  result.untraced_clone_refused = evidence.untraced_clone_refused;
+  result.sanitizer_tracer_refused = evidence.sanitizer_tracer_refused;
   KillFacts facts;
   facts.exit_code = result.exit_code;
   facts.signal = result.signal;
-  facts.ended_by_chock = result.timed_out || result.cancelled;
+  facts.ended_by_chock = result.timed_out || result.cancelled || result.never_ending;
   facts.plan = &s.plan;
   facts.processes_allowed = s.processes_allowed;
   facts.evidence = evidence;

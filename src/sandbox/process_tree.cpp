@@ -17,6 +17,7 @@
 #include "sandbox/capabilities.hpp"
 #include "sandbox/clone.hpp"
 #include "sandbox/steps.hpp"
+#include "sandbox/stuck_watch.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock::sandbox {
@@ -170,10 +171,10 @@ void end_every_other_process() noexcept {
 }
 
 volatile int g_program_pidfd = -1;
-volatile sig_atomic_t g_measure = 0;
+volatile sig_atomic_t g_tick = 0;
 
-void on_measure_timer(int) {
-  g_measure = 1;
+void on_timer(int) {
+  g_tick = 1;
 }
 
 // Every `usec`, from now on: a SIGALRM that interrupts the keeper's wait.
@@ -188,7 +189,6 @@ void measure_every(long usec) noexcept {
 // The memory limit without a cgroup: measured, and when passed, every
 // process of the call but the keeper is killed at once.
 void measure_memory_now(exit_watch::Watch& watch) noexcept {
-  g_measure = 0;
   std::uint64_t used = 0;
   if (exit_watch::measure_memory(watch, &used)) {
     kill(-1, SIGKILL);
@@ -197,6 +197,23 @@ void measure_memory_now(exit_watch::Watch& watch) noexcept {
     return;
   }
   measure_every(exit_watch::memory_interval_usec(watch.memory_limit, used));
+}
+
+// Once the filter has killed a process, the keeper looks every
+// stuck_watch::kIntervalUsec (on the memory watch's ticks when it has them)
+// for a call that can never end, and ends it at once.
+void watch_for_never_ending(exit_watch::Watch& watch, stuck_watch::Watch& stuck) noexcept {
+  if (stuck.armed || stuck.ended || watch.evidence.filter_kill_count == 0) return;
+  stuck.armed = true;
+  if (watch.memory_limit == 0) measure_every(stuck_watch::kIntervalUsec);
+}
+
+void end_if_never_ending(exit_watch::Watch& watch, stuck_watch::Watch& stuck) noexcept {
+  if (!stuck_watch::never_ends(stuck, exit_watch::proc_dir(watch))) return;
+  stuck.ended = true;
+  watch.evidence.never_ending = 1;
+  if (watch.memory_limit == 0) measure_every(0);
+  kill(-1, SIGKILL);  // the program's end then comes to the loop as any end does
 }
 
 // kEndCallSignal: from outside the call's pid namespace, where the sender
@@ -233,6 +250,8 @@ void forward_signal(int sig) {
   l.caller_pidfd.reset();
   exit_watch::Watch& watch = l.watch;
   watch.find_proc = true;
+  stuck_watch::Watch stuck;
+  stuck_watch::note_host_pipes(stuck, l.keep_fds.data(), l.keep_fds.size());
   int seized[2];
   if (pipe2(seized, O_CLOEXEC) != 0) fail_step(channel, {Step::clone_program, errno, -1});
   // The program shares the keeper's memory until its exec (CLONE_VM, on a
@@ -272,19 +291,21 @@ void forward_signal(int sig) {
   end.sa_flags = SA_SIGINFO;  // no SA_RESTART: it interrupts wait4
   sigemptyset(&end.sa_mask);
   sigaction(kEndCallSignal, &end, nullptr);
-  if (watch.memory_limit > 0) {
-    struct sigaction alarm {};
-    alarm.sa_handler = on_measure_timer;  // no SA_RESTART: it interrupts wait4
-    sigemptyset(&alarm.sa_mask);
-    sigaction(SIGALRM, &alarm, nullptr);
-    measure_every(exit_watch::kMemoryIntervalMinUsec);
-  }
+  struct sigaction alarm {};
+  alarm.sa_handler = on_timer;  // no SA_RESTART: it interrupts wait4
+  sigemptyset(&alarm.sa_mask);
+  sigaction(SIGALRM, &alarm, nullptr);
+  if (watch.memory_limit > 0) measure_every(exit_watch::kMemoryIntervalMinUsec);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
   for (;;) {
-    if (g_measure != 0 && watch.memory_limit > 0) measure_memory_now(watch);
+    if (g_tick != 0) {
+      g_tick = 0;
+      if (watch.memory_limit > 0) measure_memory_now(watch);
+      if (stuck.armed) end_if_never_ending(watch, stuck);
+    }
     int status = 0;
     rusage ru{};
     // Raw: until its exec the program shares this memory, errno included,
@@ -297,7 +318,9 @@ void forward_signal(int sig) {
       fail_step(channel, {Step::keeper_wait, static_cast<int>(-waited), -1});
     }
     const auto got = static_cast<pid_t>(waited);
-    if (exit_watch::on_wait(watch, got, status)) continue;  // a ptrace stop, resumed
+    const bool stop = exit_watch::on_wait(watch, got, status);
+    watch_for_never_ending(watch, stuck);
+    if (stop) continue;        // a ptrace stop, resumed
     if (got != pid) continue;  // an orphan reparented to us: reaped, nothing more
     Record r;
     r.kind = Record::program_status;

@@ -74,6 +74,12 @@ nlohmann::json Result::json() const {
   for (const auto& k : filter_kills)
     kills.push_back({{"pid", k.pid}, {"command", k.command}, {"call", k.call}});
   j["filter_kills"] = {{"count", filter_kill_count}, {"first", kills}};
+  j["never_ending"] = never_ending ? nlohmann::json{{"pid", never_ending_after.pid},
+                                                    {"command", never_ending_after.command},
+                                                    {"call", never_ending_after.call}}
+                                   : nlohmann::json(nullptr);
+  j["untraced_clone_refused"] = {{"count", untraced_clone_refused},
+                                 {"sanitizer_tracer", sanitizer_tracer_refused}};
   j["landlock"] = {{"abi", landlock.abi},
                    {"handled", landlock.handled},
                    {"missing", landlock.missing},

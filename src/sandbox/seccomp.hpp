@@ -52,6 +52,14 @@ inline constexpr std::uint16_t kTraceWriteExecute = 2;
 // answers ENOSPC, what the kernel says where none may be made (the call's
 // user.max_user_namespaces is 0), and says which program asked, once.
 inline constexpr std::uint16_t kTraceUserNamespace = 3;
+// The SECCOMP_RET_TRACE data of clone with CLONE_UNTRACED, whose child would
+// escape the keeper: the keeper answers EPERM and counts it, and whether its
+// flags are exactly those of the sanitizers' stop-the-world tracer
+// (kSanitizerTracerClone), so Chock can name LeakSanitizer's way out.
+inline constexpr std::uint16_t kTraceUntracedClone = 4;
+// CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED, no exit signal:
+// LeakSanitizer's tracer (sanitizer_stoptheworld_linux_libcdep.cpp).
+inline constexpr std::uint64_t kSanitizerTracerClone = 0x00000100U | 0x00000200U | 0x00000400U | 0x00800000U;
 
 // A system call the filter kills, by name and by the number the filter uses.
 struct Killed {

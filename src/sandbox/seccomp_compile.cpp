@@ -90,16 +90,18 @@ Expected<void> add_kill_rules(void* ctx) {
     return r;
   if (auto r = add_memfd_rules(ctx); !r) return r;
   // A process made with CLONE_UNTRACED would escape the keeper, which names
-  // the filter's kills and answers its SECCOMP_RET_TRACE rules. (clone3's
-  // flags are in memory the filter cannot read; what that process then gets
-  // from those rules is ENOSYS, a refusal.)
-  if (auto r = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), "clone", {low32_has_bits(0, CLONE_UNTRACED)});
+  // the filter's kills and answers its SECCOMP_RET_TRACE rules: the keeper
+  // answers EPERM and counts it (kTraceUntracedClone). (clone3's flags are
+  // in memory the filter cannot read; what that process then gets from
+  // those rules is ENOSYS, a refusal, as this one is without a tracer.)
+  if (auto r = add(ctx, SCMP_ACT_TRACE(kTraceUntracedClone), SCMP_SYS(clone), "clone",
+                   {low32_has_bits(0, CLONE_UNTRACED)});
       !r)
     return r;
   // A nested sandbox's user namespace: refused, and named, by the keeper.
-  // (With CLONE_UNTRACED as well, the EPERM above is the stricter action.)
+  // (With CLONE_UNTRACED as well, the rule above answers: the two are disjoint.)
   if (auto r = add(ctx, SCMP_ACT_TRACE(kTraceUserNamespace), SCMP_SYS(clone), "clone",
-                   {low32_has_bits(0, CLONE_NEWUSER)});
+                   {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER | CLONE_UNTRACED, CLONE_NEWUSER}});
       !r)
     return r;
   // vsock reaches the hypervisor without consulting the network namespace.

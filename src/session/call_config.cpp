@@ -173,9 +173,11 @@ Expected<Built> build_config(const Request& request, const CallContext& context,
                                       "its cap, `chock cache clear` empties it)",
                                       *cache + ".count"};
   add_host_parts(context, opened, config, events, say);
-  // git grep inside a git workspace; a preload costs every exec some 80 us, so only there.
-  // (The preload is built against the host's libc: a Nix toolchain's git is not the host's.)
-  if (!config.allow_jit && s.kind == workspace::Kind::git && !context.shell) add_pcre2_without_jit(config);
+  // git grep inside a git workspace, through Chock's git, which preloads
+  // PCRE2 without JIT into git alone. (The preload is built against the
+  // host's libc: a Nix toolchain's git is not the host's.)
+  if (!config.allow_jit && s.kind == workspace::Kind::git && !context.shell)
+    if (auto r = add_pcre2_without_jit(config); !r) return std::move(r).error();
   if (config.allow_jit)
     say(std::string("warning: write-xor-execute is OFF for this call: sandbox.jit is allowed by ") +
         (context.jit.deciding_rule ? context.jit.deciding_rule->origin : std::string("the policy")) +

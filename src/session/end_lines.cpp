@@ -45,6 +45,13 @@ std::string how_it_ended(const Result& r, const std::string& command, const std:
     return "the call ran past its timeout" + (deadline.empty() ? "" : " of " + deadline) +
            " and every process of it was stopped";
   if (r.cancelled) return "the call was cancelled and every process of it was stopped";
+  // Before the SIGKILL it ended with: what ended it was Chock, and why.
+  if (r.never_ending)
+    return "the call could never end, so Chock ended it at once: `" +
+           printable(r.never_ending_after.command) + "` (pid " + std::to_string(r.never_ending_after.pid) +
+           ") was killed for calling `" + printable(r.never_ending_after.call) +
+           "`, which the sandbox refuses, and every process left was stopped or waiting on another "
+           "process of the call";
   if (std::string named = kill_message(r.limits); !named.empty())
     return named.starts_with("chock: ") ? named.substr(7) : named;
   if (r.signal) return "the program was killed by " + signal_words(*r.signal);
@@ -81,6 +88,19 @@ std::vector<std::string> end_lines(const Result& r, const std::vector<std::strin
                     " found no route): a call has no network but its own loopback, by the sandbox's design, "
                     "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
                     "the host's");
+  // LeakSanitizer's tracer, by its exact flags; any other such clone is said
+  // as what it is, never as LeakSanitizer.
+  if (r.sanitizer_tracer_refused > 0)
+    lines.push_back(
+        "LeakSanitizer cannot look for leaks in a call: its tracer is a process made with "
+        "clone(CLONE_UNTRACED), which the sandbox refuses (" +
+        plural(r.sanitizer_tracer_refused, "time", "times") +
+        "); run with ASAN_OPTIONS=detect_leaks=0 (LSAN_OPTIONS=detect_leaks=0 for -fsanitize=leak)");
+  if (r.untraced_clone_refused > r.sanitizer_tracer_refused)
+    lines.push_back("the sandbox refused " +
+                    plural(r.untraced_clone_refused - r.sanitizer_tracer_refused, "clone", "clones") +
+                    " with CLONE_UNTRACED (EPERM): a process made so would escape the sandbox's watch "
+                    "of the call");
   // Said at once by the keeper too; here again with the count, last, so the
   // summary a person reads after a hang ends with the cause.
   if (r.write_execute_refused > 0)

@@ -20,8 +20,9 @@ namespace {
 constexpr int kKilled = 128 + SIGSYS;
 constexpr int kWorks = 0;
 constexpr int kRefused = EPERM;
-// The write-xor-execute rules stop the call for the keeper, which answers
-// EPERM; the filter alone, with no keeper, gets ENOSYS from the kernel.
+// The write-xor-execute rules and clone(CLONE_UNTRACED) stop the call for
+// the keeper, which answers EPERM; the filter alone, with no keeper, gets
+// ENOSYS from the kernel.
 constexpr int kWxRefused = -1;
 constexpr int kCarriesOn = 0;
 
@@ -84,8 +85,8 @@ std::vector<Row> rows() {
       {"socket_vsock_high_bits", false, kKilled},
       {"socket_unix", false, kWorks},
       // no process escapes the keeper's tracing
-      {"clone_untraced", false, kRefused},
-      {"clone_untraced", true, kRefused},
+      {"clone_untraced", false, kWxRefused},
+      {"clone_untraced", true, kWxRefused},
       {"io_uring_setup", false, kRefused},
       {"io_uring_enter", false, kRefused},
       {"io_uring_register", false, kRefused},

@@ -25,7 +25,8 @@ dpkg --root="$root" --force-depends -i "$deb" "$dev" >"$root/tmp/dpkg.log" 2>&1 
 # What each package holds, and nothing else.
 listed=$(dpkg --root="$root" -L chock | grep -v '^/\.$' | sort)
 expected=$(printf '%s\n' /usr /usr/bin /usr/bin/chock /usr/bin/chock-connect /usr/libexec /usr/libexec/chock \
-  /usr/libexec/chock/chock-fetch-hop /usr/libexec/chock/chock-helper /usr/share /usr/share/bash-completion /usr/share/bash-completion/completions \
+  /usr/libexec/chock/chock-fetch-hop /usr/libexec/chock/chock-git /usr/libexec/chock/chock-helper /usr/share \
+  /usr/share/bash-completion /usr/share/bash-completion/completions \
   /usr/share/bash-completion/completions/chock /usr/share/man /usr/share/man/man1 /usr/share/man/man1/chock.1 \
   /usr/share/man/man1/chock-connect.1 /usr/share/man/man5 /usr/share/man/man5/chock.zon.5 /usr/share/zsh \
   /usr/share/zsh/vendor-completions /usr/share/zsh/vendor-completions/_chock | sort)

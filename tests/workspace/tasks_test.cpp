@@ -89,7 +89,7 @@ TEST(Tasks, ATasksMountsAreAShellCallsAndASessionKeepsAtMost32) {
   auto waited = f.chock({"tasks", "wait", id, "--timeout", "30"});
   const std::string hooks = exists(f.project() + "/.git/hooks") ? " /run/chock/git/view/hooks\n" : "";
   EXPECT_EQ(waited.out,
-            " /run/chock/cache\n /run/chock/git/admin\n /run/chock/git/common\n"
+            " /run/chock/bin/git\n /run/chock/cache\n /run/chock/git/admin\n /run/chock/git/common\n"
             " /run/chock/git/repo/objects\n /run/chock/git/view\n" +
                 hooks + " /run/chock/scratch\n /run/chock/tasks\n")
       << describe(waited);
