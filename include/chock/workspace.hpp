@@ -424,8 +424,22 @@ struct ApplyPlan {
 // Files of the project Chock reads as configuration: a commit range that
 // touches one changes every later call. chock.zon is the policy; flake.nix,
 // flake.lock and shell.nix are evaluated by Nix on the host side, outside
-// any sandbox, to make the toolchain.
-inline constexpr const char* kConfigurationFiles[] = {"chock.zon", "flake.nix", "flake.lock", "shell.nix"};
+// any sandbox, to make the toolchain. The rest are agents' project-scoped
+// MCP configurations: the argv of `chock mcp` they hold may carry
+// --policy-rule rows, which are the person's and widen the project's, so a
+// call must not write them by a commit the person did not read.
+inline constexpr const char* kConfigurationFiles[] = {"chock.zon",
+                                                      "flake.nix",
+                                                      "flake.lock",
+                                                      "shell.nix",
+                                                      ".mcp.json",
+                                                      ".cursor/mcp.json",
+                                                      ".vscode/mcp.json",
+                                                      ".vscode/settings.json",
+                                                      ".gemini/settings.json",
+                                                      ".codex/config.toml",
+                                                      ".zed/settings.json",
+                                                      ".claude/settings.json"};
 
 // Says whether to go ahead. The command line answers from the
 // workspace.apply policy row, --yes or a terminal prompt (return false to
