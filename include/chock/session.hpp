@@ -160,7 +160,12 @@ Expected<Outcome> call(Request request, Hooks hooks = {});
 // failed, a command not found, a timeout (`deadline` names which), a cancel,
 // a limit that killed it, a signal, the network or write-xor-execute
 // refusals behind a program's own words. One line each, without "chock: ".
+// A network line on a call whose program exited 0 is a note, not a cause:
+// it begins "note: " and says the program went on; on any other end it is
+// said as it is (it may be why the program failed). `said` (unset: none)
+// leaves out a refusal said already while the call ran.
 [[nodiscard]] std::vector<std::string> end_lines(const Result& result, const std::vector<std::string>& argv,
-                                                 const std::string& deadline = {});
+                                                 const std::string& deadline = {},
+                                                 const std::function<bool(const std::string&)>& said = {});
 
 }  // namespace chock::session

@@ -198,11 +198,16 @@ const char* kind_name(Kind kind);
 struct Session {
   std::string id;
   Kind kind = Kind::git;
-  std::string project;             // absolute real path of the project (a git project: its top level)
-  std::string dir;                 // <data dir>/workspaces/<id>
-  uid_t owner = 0;                 // the uid the workspace files belong to
-  std::vector<std::string> deny;   // project-relative files covered by the notice
-  std::vector<std::string> carry;  // git: ignored directories shown copy-on-write (carry/<index>/)
+  std::string project;            // absolute real path of the project (a git project: its top level)
+  std::string dir;                // <data dir>/workspaces/<id>
+  uid_t owner = 0;                // the uid the workspace files belong to
+  std::vector<std::string> deny;  // project-relative files covered by the notice
+  // Carried directories (.carry, --carry). git: ignored directories shown
+  // copy-on-write (carry/<index>/); overlay: directories the workspace shows
+  // already, named so that what a call writes there is not work. Either way
+  // what a call writes there stays for the session's calls and is never work:
+  // no changed path, no reason to keep a session, nothing adopt or apply takes.
+  std::vector<std::string> carry;
   // A root caller's carried directories, idmapped (as lower_shift), by index; shorter: none.
   std::vector<std::optional<OwnerShift>> carry_shift;
   std::int64_t created = 0;   // unix seconds
@@ -229,6 +234,9 @@ struct Session {
   std::int64_t adopted_run = -1;          // last_run as it was at the last adopt; -1 never
   // Actions the person answered `a` (always, for this session) when the policy asked.
   std::vector<std::string> always;
+  // Made to last (--keep, a background task, chock mcp): prune leaves it
+  // unless it is named or --older-than says (prune_verdict).
+  bool kept = false;
 
   [[nodiscard]] std::string tree() const { return dir + "/tree"; }
   [[nodiscard]] std::string admin() const { return dir + "/git/admin"; }
@@ -307,7 +315,8 @@ struct OpenOptions {
   // Those of `deny` that may be missing from the project (the organisation's,
   // which name no project); any other missing one refuses the open.
   std::vector<std::string> deny_may_be_missing;
-  std::vector<std::string> carry;  // git: ignored directories to carry in (added to the session's list)
+  std::vector<std::string> carry;  // directories to carry (added to the session's list)
+  bool keep = false;               // a new session is made to last (Session::kept)
   std::optional<uid_t> run_uid;    // root callers: who the call runs as (default 65534)
   // Set: a call runs now (unix seconds), kept as the session's last_run in
   // the one write of session.json the open makes, before the call can write.
@@ -330,7 +339,15 @@ struct Opened {
   bool created = false;
   std::vector<std::string> notes;  // one line each, for stderr: what was skipped, warnings
   bool alone = true;               // `lock` holds the session alone (else shared with its other calls)
+  // A new git session: directories of kCarriable at the project's top that
+  // git ignores and the session does not carry (it lacks them).
+  std::vector<std::string> uncarried;
 };
+
+// The directories Chock knows projects install dependencies or builds into,
+// ignored by git, that a git session lacks unless .carry names them: a new
+// git session says which of them the project holds and does not carry.
+inline constexpr const char* kCarriable[] = {"node_modules", ".venv", "venv", "vendor", "target"};
 
 // The project `dir` belongs to: its git top level, else `dir` itself, as an
 // absolute real path. Where the project's chock.zon is read from.
@@ -424,8 +441,22 @@ struct ApplyPlan {
 // Files of the project Chock reads as configuration: a commit range that
 // touches one changes every later call. chock.zon is the policy; flake.nix,
 // flake.lock and shell.nix are evaluated by Nix on the host side, outside
-// any sandbox, to make the toolchain.
-inline constexpr const char* kConfigurationFiles[] = {"chock.zon", "flake.nix", "flake.lock", "shell.nix"};
+// any sandbox, to make the toolchain. The rest are agents' project-scoped
+// MCP configurations: the argv of `chock mcp` they hold may carry
+// --policy-rule rows, which are the person's and widen the project's, so a
+// call must not write them by a commit the person did not read.
+inline constexpr const char* kConfigurationFiles[] = {"chock.zon",
+                                                      "flake.nix",
+                                                      "flake.lock",
+                                                      "shell.nix",
+                                                      ".mcp.json",
+                                                      ".cursor/mcp.json",
+                                                      ".vscode/mcp.json",
+                                                      ".vscode/settings.json",
+                                                      ".gemini/settings.json",
+                                                      ".codex/config.toml",
+                                                      ".zed/settings.json",
+                                                      ".claude/settings.json"};
 
 // Says whether to go ahead. The command line answers from the
 // workspace.apply policy row, --yes or a terminal prompt (return false to
@@ -480,6 +511,22 @@ struct SessionInfo {
 };
 
 Expected<std::vector<SessionInfo>> list();
+
+// When a session was last used: its last call, else when it was made.
+std::int64_t last_use(const Session& session);
+
+// What `chock workspace prune` does with a session. Work is never pruned
+// (unapplied commits or changed paths, or work that cannot be counted).
+// Otherwise a session named is removed; with --older-than, a session last
+// used before then is; with neither, a session is removed unless it was
+// made to last (Session::kept) or used in the last day.
+struct PruneAsk {
+  std::vector<std::string> named;                  // empty: every session
+  std::optional<std::int64_t> older_than_seconds;  // --older-than
+};
+inline constexpr std::int64_t kRecentUseSeconds = 86400;
+enum class PruneVerdict { remove, not_asked, keep_work, keep_recent, keep_kept };
+PruneVerdict prune_verdict(const SessionInfo& info, const PruneAsk& ask, std::int64_t now);
 // Refuses while work is pending unless `force`; a forced removal of a git
 // session parks its commits at refs/chock/<id> first, so no commit is lost.
 // Returns what was done, for the person.

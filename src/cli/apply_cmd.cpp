@@ -83,8 +83,8 @@ std::string describe(const workspace::ApplyPlan& plan) {
   for (const auto& p : plan.paths) out += "  " + printable(p) + "\n";
   if (!plan.configuration.empty()) {
     out +=
-        "these commits change the project's configuration (its policy, or its toolchain evaluated on the "
-        "host), what every later call gets:\n";
+        "these commits change the project's configuration (its policy, its toolchain evaluated on the "
+        "host, or an agent's MCP servers and chock mcp's rules), what every later call gets:\n";
     for (const auto& line : split_lines(plan.configuration_diff)) out += "  | " + printable(line) + "\n";
   }
   return out;
@@ -101,9 +101,9 @@ workspace::Approval confirm_configuration(const workspace::ApplyPlan& plan) {
   if (said.approved) return {true, "", true};
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDERR_FILENO) == 0)
     return {false, "the commits change " + files +
-                       " (the configuration of every later call: its policy, or its toolchain evaluated on "
-                       "the host), which is applied only on a terminal after its diff was "
-                       "shown; no policy row or --yes stands in for that"};
+                       " (the configuration of every later call: its policy, its toolchain evaluated on "
+                       "the host, or an agent's MCP servers and chock mcp's rules), which is applied only on "
+                       "a terminal after its diff was shown; no policy row or --yes stands in for that"};
   return {false, said.refusal};
 }
 

@@ -17,8 +17,11 @@ void add_layer_flags(CLI::App& sub, config::LayerOptions& options) {
   sub.add_option("--org-bundle", options.org_bundle,
                  "The organisation's policy bundle (default: /etc/chock/bundle.zon if present)")
       ->type_name("PATH");
-  sub.add_option("--policy-rule", options.policy_rules,
-                 "Add a rule that can only narrow the policy, e.g. sandbox.jit=deny (repeatable)")
+  sub.add_option(
+         "--policy-rule", options.policy_rules,
+         "A rule of yours that stands for the project's for this call (it replaces chock.zon's row for the "
+         "same action; the organisation bundle still bounds it), e.g. "
+         "net.connect.org.example.443=allow (repeatable)")
       ->type_name("ACTION=DECISION")
       ->type_size(1)
       ->expected(1)

@@ -29,8 +29,8 @@ void write_result_file(const std::string& path, const Result& r) {
 
 int finish(const Result& r, const std::vector<std::string>& argv, const std::string& result_file,
            const std::string& deadline, const std::function<bool(const std::string&)>& said) {
-  for (const auto& line : session::end_lines(r, argv, deadline))
-    if (!said || !said(line)) std::fprintf(stderr, "chock: %s\n", line.c_str());
+  for (const auto& line : session::end_lines(r, argv, deadline, said))
+    std::fprintf(stderr, "chock: %s\n", line.c_str());
   write_result_file(result_file, r);
   return r.exit_status();
 }

@@ -32,7 +32,8 @@ nlohmann::json answer_json(const std::string& action, const policy::Answer& a) {
   for (const auto& l : a.layers)
     layers.push_back({{"layer", policy::layer_name(l.layer)},
                       {"decision", policy::decision_name(l.decision)},
-                      {"rule", l.rule ? rule_json(*l.rule) : nlohmann::json(nullptr)}});
+                      {"rule", l.rule ? rule_json(*l.rule) : nlohmann::json(nullptr)},
+                      {"replaced", l.replaced}});
   return {{"action", action},
           {"decision", policy::decision_name(a.decision)},
           {"deciding_layer", policy::layer_name(a.deciding_layer)},
@@ -59,15 +60,22 @@ std::string default_words(policy::Layer layer) {
     case policy::Layer::project:
       return "no rule: an action nobody names asks";
     case policy::Layer::command_line:
-      return "no rule: the command line narrows nothing";
+      return "no rule: the project's answer stands";
   }
   return "";
+}
+
+// The command line's rows are the person's, standing for the project: said so
+// wherever a reader learns which layer a row came from.
+std::string layer_words(policy::Layer layer) {
+  if (layer == policy::Layer::command_line) return "command line (as the project)";
+  return policy::layer_name(layer);
 }
 
 std::string answer_line(const std::string& action, const policy::Answer& a) {
   std::string out = policy::decision_name(a.decision);
   out += " (";
-  out += policy::layer_name(a.deciding_layer);
+  out += layer_words(a.deciding_layer);
   out += a.deciding_rule ? ", " + a.deciding_rule->origin : std::string(", by default");
   out += ")";
   // The project is what asks to have its dev shell evaluated: its own allow is no yes.
@@ -95,7 +103,10 @@ int show(const PolicyOptions& o) {
     std::printf("%s\n", nlohmann::json{{"rules", rules}, {"answers", answers}}.dump(2).c_str());
     return 0;
   }
-  std::printf("rules (deny < ask < allow; the answer is the minimum of the layers):\n");
+  std::printf(
+      "rules (deny < ask < allow; the command line's rows stand for the project's for the same action, and "
+      "the "
+      "answer is the minimum of the bundle's and the project's):\n");
   if (layers->table.entries().empty()) std::printf("  (none)\n");
   std::set<std::string> actions(std::begin(kSandboxActions), std::end(kSandboxActions));
   for (const auto& e : layers->table.entries()) {
@@ -128,6 +139,8 @@ int explain(const PolicyOptions& o) {
   std::printf("%s: %s\n", o.action.c_str(), answer_line(o.action, a).c_str());
   for (const auto& l : a.layers) {
     std::string why = l.rule ? l.rule->action + " at " + l.rule->origin : default_words(l.layer);
+    if (l.replaced) why += " (replaced by the command line's row)";
+    if (l.layer == policy::Layer::command_line && l.rule) why += " (the person, as the project)";
     std::printf("  %-13s %-6s %s\n", policy::layer_name(l.layer), policy::decision_name(l.decision),
                 why.c_str());
   }

@@ -130,7 +130,8 @@ void add_run_command(CLI::App& app, Action& action) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--carry", o->request.carry,
                   "An ignored directory of the project (node_modules, .venv) the git workspace shows "
-                  "copy-on-write (repeatable; adds to chock.zon's .carry)")
+                  "copy-on-write; what a call writes there stays for the session and is never work "
+                  "(repeatable; adds to chock.zon's .carry)")
       ->type_size(1)
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -44,22 +44,18 @@ int run_sandbox(SandboxOptions& o) {
     return refuse(Error{"--net " + o.net + ": expected none, filtered or host", "", 0, Errc::bad_config},
                   o.result_file);
   }
-  // The plumbing has no project: --policy-rule stands where a project's rules
-  // would, and everything it does not allow asks (at this terminal) or is refused.
+  // The plumbing has no project: --policy-rule rows are the person's, standing
+  // for the project as on chock run's command line, and everything they do not
+  // allow asks (at this terminal) or is refused.
   policy::Table table;
-  policy::Table person;  // the terminal's rows: the person's own, as on chock run's command line
   for (const auto& text : o.policy_rules) {
     auto rule = config::parse_rule_flag(text);
     if (!rule) return refuse(rule.error(), o.result_file);
-    if (rule->action.starts_with("terminal.")) {
-      person.add(policy::Layer::command_line, *rule);
-      continue;
-    }
-    if (c.network != Network::filtered)
+    if (!rule->action.starts_with("terminal.") && c.network != Network::filtered)
       return refuse(Error{"--policy-rule " + text + ": only --net filtered reads policy rules", "", 0,
                           Errc::bad_config},
                     o.result_file);
-    table.add(policy::Layer::project, *rule);
+    table.add(policy::Layer::command_line, *rule);
   }
   session::NetRules rules(table, {}, false, terminal_ask());
   session::LiveRefusals live(
@@ -84,7 +80,7 @@ int run_sandbox(SandboxOptions& o) {
         "chock: warning: --allow-jit: write-xor-execute is OFF for this call (a page may be writable and "
         "executable at once); every blocked call still kills, io_uring is still refused\n");
   }
-  auto terminal = TerminalRelay::prepare(c, o.raw_terminal, osc_allowed(person));
+  auto terminal = TerminalRelay::prepare(c, o.raw_terminal, osc_allowed(table));
   if (!terminal) return refuse(terminal.error(), o.result_file);
   CancelSignals cancel;
   auto child = spawn(c);

@@ -1,5 +1,5 @@
 // chock workspace list | remove SESSION [--force] [--keep-log] | clear [--force] [--keep-log]
-//                | prune [--older-than DAYS] | gc [--older-than DAYS] | adopt SESSION
+//                | prune [SESSION...] [--older-than DAYS] | gc [--older-than DAYS] | adopt SESSION
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,10 +32,12 @@ void start_sweeper() {
 
 struct WorkspaceOptions {
   std::string session;
+  std::vector<std::string> sessions;  // prune SESSION...
   bool force = false;
   bool keep_log = false;
   double older_than_days = 0;
-  std::string max_size;  // gc --max-size; empty: the operator's .bases_max_size, if any
+  bool older_than_given = false;  // prune: --older-than was asked for (0 included)
+  std::string max_size;           // gc --max-size; empty: the operator's .bases_max_size, if any
 };
 
 // Bad input (a malformed session id) is 2, as in every command; a refusal 1.
@@ -55,9 +57,7 @@ std::string when(std::int64_t unix_seconds) {
   return buf;
 }
 
-std::int64_t last_use(const workspace::Session& s) {
-  return std::max(s.last_run, s.created);
-}
+using workspace::last_use;
 
 // Newest use first: the session a person is after is most often the last one.
 // docs/schemas/workspace-list.schema.json
@@ -170,26 +170,42 @@ int clear(const WorkspaceOptions& o) {
   return status;
 }
 
-// Removes what holds nothing any more: sessions whose work is applied or
-// adopted or that made none, unused for longer than --older-than days, and
-// their logs; and the logs of sessions that no longer exist, as old. A
-// session with unapplied work, or whose work cannot be counted, stays.
+// Removes what holds nothing any more (sessions whose work is applied or
+// adopted or that made none) and their logs, and the logs of sessions that
+// no longer exist. Which sessions is workspace::prune_verdict: never work;
+// a session made to last (--keep) or used in the last day only when named or
+// with --older-than.
 int prune(const WorkspaceOptions& o) {
-  // Without --older-than, age does not matter (a file's time can be a tick ahead of time()).
-  const auto cutoff = o.older_than_days > 0 ? static_cast<std::int64_t>(std::time(nullptr)) -
-                                                  static_cast<std::int64_t>(o.older_than_days * 86400)
-                                            : std::numeric_limits<std::int64_t>::max();
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  workspace::PruneAsk ask;
+  ask.named = o.sessions;
+  if (o.older_than_given) ask.older_than_seconds = static_cast<std::int64_t>(o.older_than_days * 86400);
+  for (const auto& id : o.sessions)
+    if (auto valid = workspace::validate_session_id(id); !valid) return report_error(valid.error());
   auto all = workspace::list();
   if (!all) return report_error(all.error());
   std::set<std::string> existing;
+  for (const auto& info : *all) existing.insert(info.session.id);
+  for (const auto& id : o.sessions)
+    if (existing.count(id) == 0)
+      if (auto loaded = workspace::load(id); !loaded) return report_error(loaded.error());
   std::uint64_t freed = 0;
-  int removed = 0, kept = 0, status = 0;
+  int removed = 0, with_work = 0, recent = 0, kept = 0, status = 0;
   for (const auto& info : *all) {
-    existing.insert(info.session.id);
-    if (last_use(info.session) > cutoff) continue;
-    if (info.pending > 0 || !info.problem.empty()) {
-      ++kept;
-      continue;
+    switch (workspace::prune_verdict(info, ask, now)) {
+      case workspace::PruneVerdict::not_asked:
+        continue;
+      case workspace::PruneVerdict::keep_work:
+        ++with_work;
+        continue;
+      case workspace::PruneVerdict::keep_recent:
+        ++recent;
+        continue;
+      case workspace::PruneVerdict::keep_kept:
+        ++kept;
+        continue;
+      case workspace::PruneVerdict::remove:
+        break;
     }
     auto done = workspace::remove(info.session.id, false);
     if (!done) {
@@ -203,7 +219,14 @@ int prune(const WorkspaceOptions& o) {
     std::fprintf(stderr, "chock: %s and its log (%s)\n", done->c_str(), human_size(info.size_bytes).c_str());
   }
   int logs = 0;
-  if (auto all_logs = log::list_logs(); all_logs) {
+  // A log's time can be a tick ahead of now: --older-than 0 (or none) is any age.
+  const std::int64_t cutoff = ask.older_than_seconds.value_or(0) > 0
+                                  ? now - *ask.older_than_seconds
+                                  : std::numeric_limits<std::int64_t>::max();
+  // Named sessions are all that was asked for: no other log goes.
+  auto all_logs = o.sessions.empty() ? log::list_logs()
+                                     : Expected<std::vector<log::LogFile>>(std::vector<log::LogFile>{});
+  if (all_logs) {
     for (const auto& l : *all_logs) {
       if (existing.count(l.session) != 0 || l.modified > cutoff) continue;
       if (auto gone = log::remove_log(l); gone) {
@@ -218,10 +241,15 @@ int prune(const WorkspaceOptions& o) {
     std::fprintf(stderr, "chock: %s\n", all_logs.error().message().c_str());
     status = 1;
   }
-  std::fprintf(stderr,
-               "chock: pruned %d session(s) and %d log(s) of sessions already gone, freeing %s; "
-               "%d session(s) with unapplied work were kept\n",
-               removed, logs, human_size(freed).c_str(), kept);
+  std::string left = std::to_string(with_work) + " session(s) with unapplied work were kept";
+  if (recent > 0)
+    left += "; " + std::to_string(recent) +
+            (ask.older_than_seconds ? " used more recently than that were kept"
+                                    : " used in the last day were kept (name one, or --older-than DAYS)");
+  if (kept > 0)
+    left += "; " + std::to_string(kept) + " made with --keep were kept (name one, or --older-than DAYS)";
+  std::fprintf(stderr, "chock: pruned %d session(s) and %d log(s) of sessions already gone, freeing %s; %s\n",
+               removed, logs, human_size(freed).c_str(), left.c_str());
   if (removed > 0) start_sweeper();
   return status;
 }
@@ -301,9 +329,20 @@ void add_workspace_command(CLI::App& app, Action& action) {
   cl->add_flag("--force", o->force, "Remove them all (git commits stay parked)");
   cl->add_flag("--keep-log", o->keep_log, "Keep the sessions' logs");
   cl->callback([o, &action] { action = [o] { return clear(*o); }; });
-  CLI::App* pr = ws->add_subcommand(
-      "prune", "Remove applied and empty sessions and their logs, and the logs of sessions already gone");
-  pr->add_option("--older-than", o->older_than_days, "Only what was last used more than DAYS ago (default 0)")
+  CLI::App* pr =
+      ws->add_subcommand("prune",
+                         "Remove applied and empty sessions and their logs, and the logs of sessions already "
+                         "gone; a session made "
+                         "with --keep or used in the last day only when named or with --older-than");
+  pr->add_option("session", o->sessions, "Only these sessions (whatever their age, or --keep)");
+  pr->add_option_function<double>(
+        "--older-than",
+        [o](double days) {
+          o->older_than_days = days;
+          o->older_than_given = true;
+        },
+        "Every session last used more than DAYS ago (0: whatever its age), --keep ones too")
+      ->type_name("DAYS")
       ->check(CLI::NonNegativeNumber);
   pr->callback([o, &action] { action = [o] { return prune(*o); }; });
   CLI::App* g = ws->add_subcommand(

@@ -31,7 +31,12 @@ std::string answer_words(const policy::Answer& a) {
     out += rule_words(*deciding);
   }
   for (const auto& l : a.layers) {
-    if (&l == deciding || !l.rule || l.decision <= a.decision) continue;
+    if (&l == deciding || !l.rule) continue;
+    if (l.replaced) {
+      out += " (replaced by the command line's row: " + rule_words(l) + ")";
+      continue;
+    }
+    if (l.decision <= a.decision) continue;
     out += " (held down: " + rule_words(l) + ")";
   }
   return out;

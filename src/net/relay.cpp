@@ -277,9 +277,14 @@ void Relay::answer_queries() {
     for (const auto& r : refused) {
       const std::string why =
           !r.ruling.refusal.empty() ? r.ruling.refusal : "the policy says " + r.ruling.decision;
-      const std::string line = "the call's resolver refused " + r.host.text + " (" + why +
-                               "); to allow it, add .{ .action = \"" + connect_action(r.host, 443) +
-                               "\", .decision = .allow } (with the port the program uses) to chock.zon";
+      const std::string action = connect_action(r.host, 443);
+      std::string line = "the call's resolver refused " + r.host.text;
+      line += " (" + why + "); to allow it, add .{ .action = \"";
+      line += action;
+      line +=
+          "\", .decision = .allow } (with the port the program uses) to chock.zon, or pass --policy-rule ";
+      line += action;
+      line += "=allow";
       bool first = false;
       {
         std::lock_guard lock(mutex_);

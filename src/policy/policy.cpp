@@ -71,7 +71,8 @@ std::optional<std::size_t> specificity(std::string_view rule, std::string_view a
 }
 
 Decision layer_default(Layer layer) {
-  // The bundle and the command line can only narrow; the project's silence is a question.
+  // The bundle's silence leaves the rest alone, and so does the command
+  // line's (the project's row stands); the project's silence is a question.
   return layer == Layer::project ? Decision::ask : Decision::allow;
 }
 
@@ -116,6 +117,7 @@ bool person_allows(const Table& table, std::string_view action) {
   const Answer answer = table.decide(action);
   bool allowed = false;
   for (const auto& l : answer.layers) {
+    if (l.replaced) continue;  // the project's row, which the person's replaced
     if (l.decision == Decision::deny) return false;
     if (l.layer != Layer::project && l.rule && l.rule->decision == Decision::allow) allowed = true;
   }
@@ -146,8 +148,11 @@ Answer Table::decide(std::string_view action) const {
                                                 best != nullptr ? best->decision : layer_default(layer),
                                                 best != nullptr ? std::optional<Rule>(*best) : std::nullopt});
   }
+  // The person's row is the project's for this run: it replaces the file's.
+  if (answer.layers[2].rule) answer.layers[1].replaced = true;
   const Answer::LayerAnswer* deciding = &answer.layers.front();
   for (const auto& candidate : answer.layers) {
+    if (candidate.replaced) continue;
     bool lower = candidate.decision < deciding->decision;
     bool equal_with_rule = candidate.decision == deciding->decision && candidate.rule && !deciding->rule;
     if (lower || equal_with_rule) deciding = &candidate;
@@ -160,7 +165,8 @@ Answer Table::decide(std::string_view action) const {
 
 std::string nobody_to_ask(const std::string& action) {
   return action + " asks, and nobody is here to answer: add a rule to the project's chock.zon, " +
-         ".{ .action = \"" + action + "\", .decision = .allow }, or run on a terminal";
+         ".{ .action = \"" + action + "\", .decision = .allow }, pass --policy-rule " + action +
+         "=allow, or run on a terminal";
 }
 
 }  // namespace chock::policy

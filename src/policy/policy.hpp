@@ -1,6 +1,8 @@
 // The policy table: rules that answer an action name with deny, ask or allow,
-// folded over three layers (the organisation bundle, the project, the
-// command line) so that the answer is the minimum of what each layer allows.
+// folded over three layers: the organisation bundle, the project's chock.zon,
+// and the person's own --policy-rule rows, which are rows of the project's
+// layer for that run (a row of theirs replaces the project's row for the same
+// action). The answer is the minimum of the bundle's and the project's.
 #pragma once
 
 #include <optional>
@@ -31,6 +33,9 @@ struct Rule {
 // passes (device paths are escaped into the same alphabet).
 [[nodiscard]] Expected<void> validate_action(std::string_view action);
 
+// Where a rule was written. command_line is the person's --policy-rule (on
+// `chock run`, or in an agent's argv of `chock mcp`): never a call's or a
+// project file's to set. It speaks for the project.
 enum class Layer { bundle, project, command_line };
 [[nodiscard]] const char* layer_name(Layer layer);  // "bundle", "project", "command line"
 
@@ -39,15 +44,19 @@ struct Answer {
   Decision decision = Decision::ask;
   // Each layer's own answer and the rule that gave it (nullopt: no rule of
   // that layer names the action, so it answers its default: bundle allow,
-  // project ask, command line allow).
+  // project ask, command line allow, i.e. it leaves the project's answer).
   struct LayerAnswer {
     Layer layer;
     Decision decision;
     std::optional<Rule> rule;
+    // The project's answer when a command-line row names the action: the
+    // person's row stands in its place, and this one is not folded.
+    bool replaced = false;
   };
   std::vector<LayerAnswer> layers;  // always three, in Layer order
-  // The layer whose answer is the minimum; on equal answers the one that
-  // has a rule, then bundle before project before command line.
+  // The minimum of the layers not replaced; the one that gave it: on equal
+  // answers the one that has a rule, then bundle before project before
+  // command line.
   Layer deciding_layer = Layer::project;
   std::optional<Rule> deciding_rule;  // its rule; nullopt when it was a default
 };
@@ -59,7 +68,8 @@ class Table {
   // else matches nothing but the identical action name.
   void add(Layer layer, Rule rule);
   // Most specific rule per layer (exact beats a pattern, a longer prefix beats
-  // a shorter one, a tie goes to the narrower decision); then the minimum.
+  // a shorter one, a tie goes to the narrower decision); a command-line rule
+  // replaces the project's answer; then the minimum.
   [[nodiscard]] Answer decide(std::string_view action) const;
   struct Entry {
     Layer layer;
@@ -113,9 +123,10 @@ inline constexpr const char* kToolchainNix = "toolchain.nix";
 // terminal.osc.<number> (8: hyperlinks). None passes by default.
 inline constexpr const char* kTerminalOscPrefix = "terminal.osc.";
 
-// Whether a person, not the project, allows `action`: an allow of the
-// command line's or the bundle's own rule, and no layer that denies it. The
-// project's own allow is not counted (its file is what asks).
+// Whether a person, not the project's file, allows `action`: an allow of
+// the command line's or the bundle's own rule, and no layer that denies it.
+// The project's own allow is not counted (its file is what asks); its row
+// is replaced by a command-line row for the same action, as in every fold.
 [[nodiscard]] bool person_allows(const Table& table, std::string_view action);
 
 // What Chock says when `action` asks and nobody can answer: which row of

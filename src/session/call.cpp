@@ -74,6 +74,9 @@ Config early_config(const CallContext& c) {
 void open_lines(const Request& r, const CallContext& c, const workspace::Opened& opened,
                 log::SessionEvents& events, const Say& say) {
   const workspace::Session& s = opened.session;
+  // First: a git session that lacks the project's installed dependencies
+  // fails as "mocha: not found", which names no cause.
+  if (!opened.uncarried.empty()) say(printable(uncarried_line(opened.uncarried, c.layers.project)));
   for (const auto& note : opened.notes) say(printable(note));
   const config::EffectiveLimits limits = c.layers.limits();
   if (opened.created) {
@@ -246,8 +249,9 @@ class InSession {
     io->finish();
     if (task) c_.as_task->drained();
     if (c_.hooks.ended) c_.hooks.ended();
-    for (const auto& line : end_lines(r, config.argv, out.deadline))
-      if (!live.said(line)) say(line);
+    for (const auto& line :
+         end_lines(r, config.argv, out.deadline, [&live](const std::string& l) { return live.said(l); }))
+      say(line);
     if (config.judge) {
       events.add("network.summary", config.judge->summary());
       keep_always(s, net_rules, say);
@@ -334,6 +338,7 @@ Expected<session::Outcome> session::Call::Impl::run() {
   open.carry = context->layers.project.carry;
   for (const auto& path : request.carry)
     if (std::find(open.carry.begin(), open.carry.end(), path) == open.carry.end()) open.carry.push_back(path);
+  open.keep = request.keep || request.background || as_task;
   if (is_cancelled()) return cancelled_before_start();
   auto opened = workspace::open(open);
   if (!opened) return std::move(opened).error();

@@ -213,4 +213,42 @@ Expected<DiskGuard> disk_guard(const std::string& dir, std::uint64_t cap) {
   return g;
 }
 
+namespace {
+
+// A ZON string literal of `text` (a project's own .carry row may hold a quote).
+std::string zon_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string uncarried_line(const std::vector<std::string>& uncarried, const config::ProjectFile& project) {
+  std::string names, flags, row;
+  for (const auto& name : uncarried) {
+    names += (names.empty()                                        ? ""
+              : uncarried.size() > 1 && &name == &uncarried.back() ? " and "
+                                                                   : ", ") +
+             name;
+    flags += " --carry " + name;
+  }
+  // The row as it should read: the project's own directories, then these.
+  for (const auto& c : project.carry) row += (row.empty() ? "" : ", ") + zon_string(c);
+  for (const auto& name : uncarried) row += (row.empty() ? "" : ", ") + zon_string(name);
+  const bool one = uncarried.size() == 1;
+  const std::string it = one ? "it" : "them";
+  const std::string zon_row = ".carry = .{ " + row + " }";
+  return names + (one ? " is" : " are") + " in the project and ignored by git, so this git workspace lacks " +
+         it + " and a program that needs " + it +
+         " fails (\"mocha: not found\", \"Cannot find module\", \"No module named\"); to carry " + it +
+         " in copy-on-write, " +
+         (project.carry.empty() ? "add " + zon_row + " to chock.zon"
+                                : "make chock.zon's .carry row " + zon_row) +
+         " (or run with" + flags + ")";
+}
+
 }  // namespace chock::session

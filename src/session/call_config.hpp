@@ -54,6 +54,13 @@ using Say = std::function<void(const std::string& line)>;
 // call needs to start, it is refused.
 [[nodiscard]] Expected<DiskGuard> disk_guard(const std::string& dir, std::uint64_t cap);
 
+// The line a new git session says first when the project holds directories
+// of workspace::kCarriable that git ignores and the session does not carry:
+// which, and the exact .carry row of chock.zon that carries them (the
+// project's own rows kept).
+[[nodiscard]] std::string uncarried_line(const std::vector<std::string>& uncarried,
+                                         const config::ProjectFile& project);
+
 // The session log's fields of a policy answer.
 [[nodiscard]] nlohmann::json rule_json(const policy::Answer& answer);
 

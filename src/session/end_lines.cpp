@@ -69,25 +69,32 @@ std::string how_it_ended(const Result& r, const std::string& command, const std:
 }  // namespace
 
 std::vector<std::string> end_lines(const Result& r, const std::vector<std::string>& argv,
-                                   const std::string& deadline) {
+                                   const std::string& deadline,
+                                   const std::function<bool(const std::string&)>& said) {
   std::vector<std::string> lines;
   const std::string command = argv.empty() ? std::string("the command") : printable(argv[0]);
-  if (std::string first = how_it_ended(r, command, deadline); !first.empty())
-    lines.push_back(std::move(first));
+  std::string first = how_it_ended(r, command, deadline);
+  // A program that exited 0 went on past what the network refused: its line
+  // must not read as the cause of a failure there was none of.
+  const bool passed = first.empty() && r.exit_code == 0;
+  if (!first.empty()) lines.push_back(std::move(first));
+  auto network = [&](std::string line) {
+    lines.push_back(passed ? "note: " + line + "; the program went on, and exited 0" : std::move(line));
+  };
   // The program's own words ("Could not resolve host", "Network is
   // unreachable") do not say that the sandbox refused it.
-  for (const auto& line : r.network_refusals) lines.push_back(printable(line));
+  for (const auto& line : r.network_refusals)
+    if (std::string shown = printable(line); !said || !said(shown)) network(std::move(shown));
   if (r.network_unreachable > 0 && r.network_filtered)
-    lines.push_back("the call tried to reach an address directly (" +
-                    plural(r.network_unreachable, "packet", "packets") +
-                    " found no route): a filtered call reaches the network only through names its own "
-                    "resolver answered, by the sandbox's design, not a fault in the command");
+    network("the call tried to reach an address directly (" +
+            plural(r.network_unreachable, "packet", "packets") +
+            " found no route): a filtered call reaches the network only through names its own "
+            "resolver answered, by the sandbox's design, not a fault in the command");
   else if (r.network_unreachable > 0)
-    lines.push_back("the call tried to reach the network (" +
-                    plural(r.network_unreachable, "packet", "packets") +
-                    " found no route): a call has no network but its own loopback, by the sandbox's design, "
-                    "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
-                    "the host's");
+    network("the call tried to reach the network (" + plural(r.network_unreachable, "packet", "packets") +
+            " found no route): a call has no network but its own loopback, by the sandbox's design, "
+            "not a fault in the command; `--net host` (or `.network = .host` in chock.zon) gives it "
+            "the host's");
   // LeakSanitizer's tracer, by its exact flags; any other such clone is said
   // as what it is, never as LeakSanitizer.
   if (r.sanitizer_tracer_refused > 0)

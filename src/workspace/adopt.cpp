@@ -25,6 +25,7 @@
 #include "util/fd.hpp"
 #include "util/size.hpp"
 #include "util/syscalls.hpp"
+#include "workspace/build.hpp"
 #include "workspace/fs.hpp"
 #include "workspace/overlay_scan.hpp"
 
@@ -83,6 +84,12 @@ void walk(const Session& s, const std::string& rel, Changes& c) {
       c.skipped.emplace_back(sub, "Chock's own adopt folder");
       continue;
     }
+    // What a call writes in a carried directory (a cache in node_modules) is
+    // the session's and never work: not counted, never adopted.
+    if (build::is_carried(s, sub)) {
+      c.skipped.emplace_back(sub, "a carried directory: what a call writes there stays in the session");
+      continue;
+    }
     if (is_whiteout(up, st)) {
       c.deleted.push_back(sub);
       continue;
@@ -96,7 +103,7 @@ void walk(const Session& s, const std::string& rel, Changes& c) {
         std::vector<std::string> gone;
         lower_files(s.lower, sub, gone);
         for (const auto& g : gone)
-          if (!fs::exists(s.upper() + "/" + g)) c.deleted.push_back(g);
+          if (!build::is_carried(s, g) && !fs::exists(s.upper() + "/" + g)) c.deleted.push_back(g);
       }
       walk(s, sub, c);
       continue;

@@ -330,8 +330,9 @@ Expected<ApplyOutcome> apply(const std::string& id, Mode mode, const Approve& ap
   if (!plan.configuration.empty() && !answer.configuration)
     return refused(s,
                    "the commits change " + list_some(plan.configuration) +
-                       ", the configuration of every later call (its policy, or its toolchain evaluated on "
-                       "the host); that needs a yes on a terminal that showed the diff",
+                       ", the configuration of every later call (its policy, its toolchain evaluated on the "
+                       "host, or an agent's MCP servers and chock mcp's rules); that needs a yes on a "
+                       "terminal that showed the diff",
                    "run 'chock apply " + id + "' on a terminal and read the diff before you answer");
 
   auto repository = lock_repository(s.common_dir);

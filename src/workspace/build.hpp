@@ -80,8 +80,15 @@ Expected<void> deny_other_names(Session& session, const Project& project, Notes&
 bool deny_links_known(const Session& session);
 
 // Carried directories (carry.cpp): each checked against the project and
-// given its layers in the session; the ones already carried are left as they are.
+// given its layers in the session (git), or only named (an overlay shows
+// them already); the ones already carried are left as they are.
 Expected<void> add_carried(Session& session, const std::vector<std::string>& paths, Notes& notes);
+// Of kCarriable, the directories at a git session's project top that git
+// ignores and the session does not carry. Best effort: nothing where git
+// cannot say.
+std::vector<std::string> uncarried(const Session& session);
+// Whether project-relative `path` is a carried directory or below one.
+bool is_carried(const Session& session, const std::string& path);
 // The upper layer of the session's i-th carried directory.
 std::string carry_upper(const Session& session, std::size_t index);
 std::string carry_work(const Session& session, std::size_t index);

@@ -129,7 +129,8 @@ namespace {
 std::pair<std::string, std::string> cover_place(const Session& s, const std::string& p) {
   std::string root = cover_root(s);
   std::string rel = p;
-  for (std::size_t i = 0; i < s.carry.size(); ++i) {
+  // An overlay session's carried directories have no layers of their own.
+  for (std::size_t i = 0; s.kind == Kind::git && i < s.carry.size(); ++i) {
     if (p.starts_with(s.carry[i] + "/")) {
       root = carry_upper(s, i);
       rel = p.substr(s.carry[i].size() + 1);

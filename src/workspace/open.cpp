@@ -63,9 +63,8 @@ Expected<std::pair<Session, SessionLock>> load_locked(const OpenOptions& o, cons
 bool changes_session(const OpenOptions& o, const Session& s) {
   for (const auto& d : o.deny)
     if (std::find(s.deny.begin(), s.deny.end(), d) == s.deny.end()) return true;
-  if (s.kind == Kind::git)
-    for (const auto& c : o.carry)
-      if (std::find(s.carry.begin(), s.carry.end(), c) == s.carry.end()) return true;
+  for (const auto& c : o.carry)
+    if (std::find(s.carry.begin(), s.carry.end(), c) == s.carry.end()) return true;
   return !build::denied_in_place(s, s.deny) || !build::deny_links_known(s);
 }
 
@@ -86,7 +85,7 @@ Expected<std::optional<Opened>> open_shared(const OpenOptions& o, const build::P
   if (!s) return std::move(s).error();
   if (changes_session(o, *s)) return std::optional<Opened>();
   const Session loaded = *s;
-  Opened out{std::move(*s), std::move(*held), false, {}, false};
+  Opened out{std::move(*s), std::move(*held), false, {}, false, {}};
   if (o.allow_dirty && out.session.kind == Kind::git)
     out.notes.emplace_back("--allow-dirty only applies when a session is made; session " + o.session +
                            " keeps its own tree");
@@ -109,7 +108,7 @@ Expected<Opened> open_existing(const OpenOptions& o, const build::Project& proje
   if (!locked) return std::move(locked).error();
   // Compared in memory at the end: most calls change nothing in the record.
   const Session loaded = locked->first;
-  Opened out{std::move(locked->first), std::move(locked->second), false, {}};
+  Opened out{std::move(locked->first), std::move(locked->second), false, {}, true, {}};
   if (o.allow_dirty && out.session.kind == Kind::git)
     out.notes.emplace_back("--allow-dirty only applies when a session is made; session " + o.session +
                            " keeps its own tree");
@@ -145,7 +144,7 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
     if (std::find(s.deny.begin(), s.deny.end(), d) == s.deny.end()) s.deny.push_back(d);
   auto held = lock(s, false);
   if (!held) return std::move(held).error();
-  Opened out{Session{}, std::move(*held), true, {}};
+  Opened out{Session{}, std::move(*held), true, {}, true, {}};
   if (project.git && !git)
     out.notes.emplace_back("the repository has no commit yet: this session is an overlay, not a worktree");
   if (!git && o.allow_dirty)
@@ -157,7 +156,9 @@ Expected<Opened> open_new(const OpenOptions& o, const build::Project& project) {
                                        o.progress_after_ms, base_lock)
                 : build::make_overlay(s, out.notes, o.progress, o.progress_after_ms);
   if (built) built = build::add_carried(s, o.carry, out.notes);
+  if (built && git) out.uncarried = build::uncarried(s);
   s.last_run = o.last_run;
+  s.kept = o.keep;
   if (built) built = save(s);
   if (!built) {
     (void)fs::remove_tree(s.dir);

@@ -170,6 +170,7 @@ nlohmann::json session_record(const Session& s) {
       {"lower_shift", json_of(s.lower_shift)},
       {"adopted_run", s.adopted_run},
       {"always", s.always},
+      {"kept", s.kept},
   };
 }
 
@@ -223,6 +224,8 @@ Expected<Session> parse_session_record(std::string_view text, const std::string&
     s.adopted_run = whole<std::int64_t>(j, "adopted_run");
     // Sessions made before the policy table have no answers kept.
     if (j.contains("always")) s.always = j.at("always").get<std::vector<std::string>>();
+    // Sessions made before prune told kept ones apart: only their last use protects them.
+    if (j.contains("kept")) s.kept = j.at("kept").get<bool>();
     return s;
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("is damaged (") + e.what() + ")", "", 0};

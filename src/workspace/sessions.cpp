@@ -113,6 +113,28 @@ Expected<std::vector<SessionInfo>> list() {
   return out;
 }
 
+std::int64_t last_use(const Session& s) {
+  return std::max(s.last_run, s.created);
+}
+
+PruneVerdict prune_verdict(const SessionInfo& info, const PruneAsk& ask, std::int64_t now) {
+  const bool named = std::find(ask.named.begin(), ask.named.end(), info.session.id) != ask.named.end();
+  if (!ask.named.empty() && !named) return PruneVerdict::not_asked;
+  if (info.pending > 0 || !info.problem.empty()) return PruneVerdict::keep_work;
+  const std::int64_t used = last_use(info.session);
+  // Asked by age: only the age counts (a file's time can be a tick ahead of now: >= 0 is "now").
+  if (ask.older_than_seconds)
+    return *ask.older_than_seconds > 0 && used > now - *ask.older_than_seconds ? PruneVerdict::keep_recent
+                                                                               : PruneVerdict::remove;
+  if (named) return PruneVerdict::remove;
+  // Unasked, a session made to last, or in use, is someone's: a --keep
+  // session whose npm install filled its carried node_modules holds no
+  // commit, and is no less wanted.
+  if (info.session.kept) return PruneVerdict::keep_kept;
+  if (used > now - kRecentUseSeconds) return PruneVerdict::keep_recent;
+  return PruneVerdict::remove;
+}
+
 Expected<Ending> remove_if_empty(const std::string& id) {
   auto loaded = load(id);
   if (!loaded) return std::move(loaded).error();

@@ -32,7 +32,9 @@ constexpr std::string_view kSpentPrefix = "spent.";
 // carried directory's, and its admin dir's.
 std::vector<std::string> work_roots(const Session& s) {
   std::vector<std::string> roots{s.work()};
-  for (std::size_t i = 0; i < s.carry.size(); ++i) roots.push_back(build::carry_work(s, i));
+  // An overlay session's carried directories are named only: no layers of their own.
+  if (s.kind == Kind::git)
+    for (std::size_t i = 0; i < s.carry.size(); ++i) roots.push_back(build::carry_work(s, i));
   if (s.index_below) roots.push_back(build::admin_work(s));
   return roots;
 }

@@ -388,6 +388,56 @@ TEST(Filtered, AskIsAnsweredAtTheTerminalWhenTheProgramConnects) {
   EXPECT_TRUE(has(again.out, "served at 198.51.100.10")) << again.out << again.err;
 }
 
+// The person's own --policy-rule opens a host for `chock run`: their row
+// stands for the project's (replacing chock.zon's deny for the same action),
+// and the organisation bundle's deny still refuses it.
+TEST(Filtered, APersonsPolicyRuleOpensAHostUnderTheBundlesCeiling) {
+  CHOCK_NEED_WORLD();
+  auto run = [](const NetProject& p, const std::vector<std::string>& flags) {
+    std::vector<std::string> args{"run", "--project", p.path(), "--net", "filtered"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "curl", "-sS", "-m", "10", "http://www.chock.test/whoami"});
+    RunOptions o;
+    o.timeout = std::chrono::milliseconds(120000);
+    return chock(args, o);
+  };
+  const std::string allow = "net.connect.test.chock.www.80=allow";
+  NetProject bare(Rules{});
+  // No row: the action asks, and nobody is here.
+  const Output asked = run(bare, {});
+  EXPECT_NE(asked.status, 0) << asked.err;
+  EXPECT_FALSE(has(asked.out, "served at")) << asked.out;
+  EXPECT_TRUE(has(asked.err, "asks, and nobody is here to answer")) << asked.err;
+  EXPECT_TRUE(has(asked.err, "or pass --policy-rule net.connect.test.chock.www.443=allow")) << asked.err;
+  // The person's row: it connects.
+  const Output opened = run(bare, {"--policy-rule", allow});
+  EXPECT_EQ(opened.status, 0) << opened.err;
+  EXPECT_TRUE(has(opened.out, "served at ")) << opened.out << opened.err;
+  EXPECT_FALSE(has(opened.err, "nobody is here to answer")) << opened.err;
+  // The project denies the name; the person's row for the port replaces that.
+  NetProject denies(Rules{{"net.connect.test.chock.www.*", "deny"}});
+  const Output denied = run(denies, {});
+  EXPECT_NE(denied.status, 0) << denied.err;
+  EXPECT_FALSE(has(denied.out, "served at")) << denied.out;
+  EXPECT_TRUE(has(denied.err, "net.connect.test.chock.www.* is denied by " + denies.path() + "/chock.zon"))
+      << denied.err;
+  const Output replaced = run(denies, {"--policy-rule", allow});
+  EXPECT_EQ(replaced.status, 0) << replaced.err;
+  EXPECT_TRUE(has(replaced.out, "served at ")) << replaced.out << replaced.err;
+  // The bundle's deny holds over the person's row, and the name is never looked up.
+  TempDir org("chock-org");
+  write_file(org / "bundle.zon",
+             ".{ .policy = .{ .rules = .{ .{ .action = \"net.connect.test.chock.www.*\", .decision = .deny } "
+             "} } }\n");
+  const int looked_up = dns_queries("www.chock.test");
+  const Output bounded = run(bare, {"--org-bundle", org / "bundle.zon", "--policy-rule", allow});
+  EXPECT_NE(bounded.status, 0) << bounded.err;
+  EXPECT_FALSE(has(bounded.out, "served at")) << bounded.out;
+  EXPECT_TRUE(has(bounded.err, "net.connect.test.chock.www.* is denied by " + org / "bundle.zon:1:"))
+      << bounded.err;
+  EXPECT_EQ(dns_queries("www.chock.test"), looked_up);
+}
+
 // Docker and Podman bind the container's hostname, hosts and resolv.conf
 // over files of /etc. In the call's user namespace those mounts are locked,
 // and an overlay refused /etc as a layer (mount_tree: EINVAL), stopping

@@ -293,6 +293,26 @@ TEST(Network, AnAddressTriedInNoneIsSaidInALineOfChocks) {
             std::string::npos)
       << o.err;
   EXPECT_NE(o.out.find("\"network_unreachable\":1"), std::string::npos) << o.out;
+  // A program that failed: the line may be why, and is said as it is.
+  EXPECT_EQ(o.err.find("chock: note: "), std::string::npos) << o.err;
+}
+
+// A program that went on past the refusal and exited 0 (npm's update
+// notifier, in a test that passed): the line is a note, not the cause of a
+// failure there was none of.
+TEST(Network, AnAddressTriedByAProgramThatExitsZeroIsANote) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 is not installed";
+  const Output o = sandbox({}, {"python3", "-c",
+                                "import socket\ntry:\n  socket.create_connection(('198.51.100.1', 80), "
+                                "timeout=2)\nexcept OSError:\n  print('went on')"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(o.out, "went on\n");
+  EXPECT_NE(
+      o.err.find("chock: note: the call tried to reach the network (1 packet found no route): a call has "
+                 "no network but its own loopback"),
+      std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("; the program went on, and exited 0\n"), std::string::npos) << o.err;
 }
 
 TEST(Network, ANameTriedInNoneIsSaidInALineOfChocks) {

@@ -145,8 +145,38 @@ TEST(PolicyTable, FoldIsTheMinimumOverTheLayers) {
        B,
        "sandbox.jit"},
       {"equal answers: a rule before a default", {{C, "sandbox.jit", Q}}, "sandbox.jit", Q, C, "sandbox.jit"},
-      {"the command line cannot widen",
+      {"the person's row replaces the project's: it widens",
        {{P, "workspace.apply", D}, {C, "workspace.apply", A}},
+       "workspace.apply",
+       A,
+       C,
+       "workspace.apply"},
+      {"the person's row opens what the project never named",
+       {{C, "net.connect.com.example.443", A}},
+       "net.connect.com.example.443",
+       A,
+       C,
+       "net.connect.com.example.443"},
+      {"the person's pattern replaces the project's exact row",
+       {{P, "net.connect.com.example.443", D}, {C, "net.connect.com.example.*", A}},
+       "net.connect.com.example.443",
+       A,
+       C,
+       "net.connect.com.example.*"},
+      {"the person's row is held under the bundle's deny",
+       {{B, "net.connect.com.example.*", D}, {C, "net.connect.com.example.443", A}},
+       "net.connect.com.example.443",
+       D,
+       B,
+       "net.connect.com.example.*"},
+      {"the person's row is held under the bundle's ask",
+       {{B, "net.*", Q}, {P, "net.connect.com.example.443", D}, {C, "net.connect.com.example.443", A}},
+       "net.connect.com.example.443",
+       Q,
+       B,
+       "net.*"},
+      {"a person's row for another action leaves the project's",
+       {{P, "workspace.apply", D}, {C, "sandbox.jit", A}},
        "workspace.apply",
        D,
        P,
@@ -167,6 +197,19 @@ TEST(PolicyTable, FoldIsTheMinimumOverTheLayers) {
   for (const auto& c : cases) check(c);
 }
 
+TEST(PolicyTable, APersonsRowMarksTheProjectsAnswerReplaced) {
+  Table table = table_of({{P, "net.connect.com.example.443", D}, {C, "net.connect.com.example.443", A}});
+  Answer answer = table.decide("net.connect.com.example.443");
+  ASSERT_EQ(answer.layers.size(), 3u);
+  EXPECT_FALSE(answer.layers[0].replaced);
+  EXPECT_TRUE(answer.layers[1].replaced);
+  EXPECT_EQ(answer.layers[1].decision, D);  // still reported: explain shows what was replaced
+  EXPECT_FALSE(answer.layers[2].replaced);
+  // No person's row: nothing is replaced.
+  Answer plain = table.decide("net.connect.com.example.80");
+  for (const auto& l : plain.layers) EXPECT_FALSE(l.replaced) << layer_name(l.layer);
+}
+
 TEST(PolicyTable, EachLayerReportsItsOwnAnswer) {
   Table table = table_of({{B, "sandbox.*", D}, {P, "sandbox.jit", A}});
   Answer answer = table.decide("sandbox.jit");
@@ -181,7 +224,8 @@ TEST(PolicyTable, EachLayerReportsItsOwnAnswer) {
 }
 
 // What a call may write to the person's terminal is the person's to allow:
-// the project's own allow does not count, any layer's deny holds.
+// the project's own allow does not count; the bundle's deny holds, and the
+// project's unless the person's own row replaces it (as in every fold).
 TEST(PolicyTable, OnlyAPersonsAllowCountsForTheTerminal) {
   const char* osc = "terminal.osc.52";
   EXPECT_FALSE(person_allows(table_of({}), osc));
@@ -190,7 +234,9 @@ TEST(PolicyTable, OnlyAPersonsAllowCountsForTheTerminal) {
   EXPECT_TRUE(person_allows(table_of({{Layer::command_line, osc, A}}), osc));
   EXPECT_TRUE(person_allows(table_of({{Layer::command_line, "terminal.osc.*", A}}), osc));
   EXPECT_TRUE(person_allows(table_of({{Layer::bundle, osc, A}}), osc));
-  EXPECT_FALSE(person_allows(table_of({{Layer::command_line, osc, A}, {Layer::project, osc, D}}), osc));
+  EXPECT_TRUE(person_allows(table_of({{Layer::command_line, osc, A}, {Layer::project, osc, D}}), osc));
+  EXPECT_FALSE(person_allows(table_of({{Layer::bundle, osc, A}, {Layer::project, osc, D}}), osc));
+  EXPECT_FALSE(person_allows(table_of({{Layer::command_line, osc, D}, {Layer::bundle, osc, A}}), osc));
   EXPECT_FALSE(
       person_allows(table_of({{Layer::command_line, osc, A}, {Layer::bundle, "terminal.*", D}}), osc));
   EXPECT_FALSE(person_allows(table_of({{Layer::command_line, "terminal.osc.8", A}}), osc));

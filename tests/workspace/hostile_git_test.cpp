@@ -78,6 +78,37 @@ TEST(HostileGit, ACallsChangeToTheNixDevShellIsNotAppliedByAnAllowRowOrYes) {
   }
 }
 
+// An agent's project-scoped MCP configuration holds chock mcp's argv, and
+// its --policy-rule rows are the person's (they widen the project's): a
+// call that could apply one would set the rules of the calls after it.
+TEST(HostileGit, ACallsChangeToAnAgentsMcpConfigurationIsNotAppliedByAnAllowRowOrYes) {
+  Fixture f;
+  f.init_git();
+  write_file(f.file("chock.zon"), kAllowApply);
+  f.commit_all("allow apply");
+  for (const char* file : {".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json", ".gemini/settings.json"}) {
+    const std::string config =
+        R"({"mcpServers":{"chock":{"command":"chock","args":["mcp","--policy-rule","net.connect.*=allow"]}}})";
+    Output o =
+        f.run({"--keep"}, std::string("mkdir -p \"$(dirname ") + file + ")\" && printf '%s\\n' '" + config +
+                              "' > " + file + " && git add " + file + " && git commit -qm 'Editor settings'");
+    ASSERT_EQ(o.status, 0) << describe(o);
+    const std::string id = session_id(o);
+    Output applied = f.chock({"apply", id, "--yes"});
+    EXPECT_EQ(applied.status, 1) << describe(applied);
+    EXPECT_NE(applied.err.find(std::string("not applied: the commits change ") + file), std::string::npos)
+        << applied.err;
+    EXPECT_NE(applied.err.find("parked at refs/chock/" + id), std::string::npos) << applied.err;
+    EXPECT_FALSE(exists(f.file(file))) << file;
+  }
+  // The neighbour: any other file of the same range applies with the allow row.
+  Output o = f.run({"--keep"}, "echo notes > notes.json && git add notes.json && git commit -qm Notes");
+  ASSERT_EQ(o.status, 0) << describe(o);
+  Output applied = f.chock({"apply", session_id(o), "--yes"});
+  EXPECT_EQ(applied.status, 0) << describe(applied);
+  EXPECT_TRUE(exists(f.file("notes.json")));
+}
+
 TEST(HostileGit, ACallCannotGiveAProjectWithoutChockZonOne) {
   Fixture f;
   f.init_git();

@@ -102,17 +102,55 @@ TEST(Policy, ChockPolicyPrintsEveryRuleWithItsLayerAndTheFoldedAnswers) {
   EXPECT_EQ(bare.status, 2) << describe(bare);
 }
 
-TEST(Policy, ACommandLineRuleOnlyNarrows) {
+// The person's --policy-rule rows stand for the project's: a row of theirs
+// replaces chock.zon's for the same action, narrowing or widening it, and
+// the organisation bundle still bounds it.
+TEST(Policy, ACommandLineRuleStandsForTheProjectsUnderTheBundle) {
   Fixture f;
   init_with(f, kJitAllow, true);
   Output narrowed = f.chock({"run", "--policy-rule", "sandbox.jit=deny", "--", "./attack", "mmap_rwx"});
   EXPECT_EQ(narrowed.status, EPERM) << describe(narrowed);
   EXPECT_TRUE(has_event(log_lines(f, session_id(narrowed)), "session.config", "sandbox.jit=deny"));
 
+  // The project never named it: the person's allow opens it.
   Fixture g;
   init_with(g, "", true);
   Output widened = g.chock({"run", "--policy-rule", "sandbox.jit=allow", "--", "./attack", "mmap_rwx"});
-  EXPECT_EQ(widened.status, EPERM) << describe(widened);
+  EXPECT_EQ(widened.status, 0) << describe(widened);
+  EXPECT_NE(widened.err.find("--policy-rule sandbox.jit=allow"), std::string::npos)
+      << "the warning names the person's row: " << describe(widened);
+
+  // The project denies it: the person's row for the same action replaces that.
+  Fixture h;
+  init_with(h, ".{ .policy = .{ .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } } }\n", true);
+  Output denied = h.chock({"run", "--", "./attack", "mmap_rwx"});
+  EXPECT_EQ(denied.status, EPERM) << describe(denied);
+  Output replaced = h.chock({"run", "--policy-rule", "sandbox.jit=allow", "--", "./attack", "mmap_rwx"});
+  EXPECT_EQ(replaced.status, 0) << describe(replaced);
+  Output explain = h.chock({"policy", "explain", "sandbox.jit", "--policy-rule", "sandbox.jit=allow"});
+  EXPECT_EQ(explain.status, 0) << describe(explain);
+  EXPECT_NE(
+      explain.out.find("sandbox.jit: allow (command line (as the project), --policy-rule sandbox.jit=allow)"),
+      std::string::npos)
+      << explain.out;
+  EXPECT_NE(explain.out.find("(replaced by the command line's row)"), std::string::npos) << explain.out;
+  EXPECT_NE(explain.out.find("(the person, as the project)"), std::string::npos) << explain.out;
+  Output json = h.chock({"policy", "explain", "sandbox.jit", "--json", "--policy-rule", "sandbox.jit=allow"});
+  EXPECT_NE(json.out.find("\"replaced\": true"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"deciding_layer\": \"command line\""), std::string::npos) << json.out;
+
+  // The bundle's deny bounds the person's row as it bounds the project's.
+  TempDir org("chock-org");
+  write_file(org / "bundle.zon",
+             ".{ .policy = .{ .rules = .{ .{ .action = \"sandbox.*\", .decision = .deny } } } }\n");
+  Output bounded = h.chock({"run", "--org-bundle", org / "bundle.zon", "--policy-rule", "sandbox.jit=allow",
+                            "--", "./attack", "mmap_rwx"});
+  EXPECT_EQ(bounded.status, EPERM) << describe(bounded);
+  Output bounded_explain = h.chock({"policy", "explain", "sandbox.jit", "--org-bundle", org / "bundle.zon",
+                                    "--policy-rule", "sandbox.jit=allow"});
+  EXPECT_NE(bounded_explain.out.find("sandbox.jit: deny (bundle, " + org / "bundle.zon:1:"),
+            std::string::npos)
+      << bounded_explain.out;
 }
 
 TEST(Policy, WorkspaceApplyDenyRefusesApply) {

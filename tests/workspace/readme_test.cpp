@@ -39,7 +39,8 @@ TEST(Readme, TheMainJobRunsOnTheSampleProject) {
   ASSERT_EQ(apply.status, 0) << describe(apply);
   EXPECT_EQ(git_ok(f.project(), {"log", "-1", "--format=%s"}), "Say hi");
   EXPECT_NE(read_file(f.file("greet.c")).find("Hi, %s!"), std::string::npos);
-  Output prune = f.chock({"workspace", "prune"});
+  // A --keep session is pruned when named (unnamed, prune leaves it).
+  Output prune = f.chock({"workspace", "prune", id});
   EXPECT_EQ(prune.status, 0) << describe(prune);
   EXPECT_NE(prune.err.find("pruned 1 session(s)"), std::string::npos) << describe(prune);
 }

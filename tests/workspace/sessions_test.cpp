@@ -4,6 +4,9 @@
 // any more, never unapplied work; `remove` takes the session's log with it.
 #include <unistd.h>
 
+#include <ctime>
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 
 namespace chock::test::ws {
@@ -156,13 +159,22 @@ TEST(WorkspacePrune, RemovesAppliedAndEmptySessionsAndTheirLogsNeverUnappliedWor
   const std::string unapplied = session_id(f.run({}, "echo b > b.txt && git commit -qam B"));
   ASSERT_TRUE(listed(f, empty) && listed(f, applied) && listed(f, unapplied));
 
+  // Unasked: the --keep session and the one used just now are someone's.
+  Output unasked = f.chock({"workspace", "prune"});
+  EXPECT_EQ(unasked.status, 0) << describe(unasked);
+  EXPECT_NE(unasked.err.find("pruned 0 session(s)"), std::string::npos) << describe(unasked);
+  EXPECT_NE(unasked.err.find("1 session(s) with unapplied work were kept; 1 used in the last day were kept "
+                             "(name one, or --older-than DAYS); 1 made with --keep were kept"),
+            std::string::npos)
+      << describe(unasked);
   // --older-than: everything here was used just now, so nothing is old enough.
   Output young = f.chock({"workspace", "prune", "--older-than", "1"});
   EXPECT_EQ(young.status, 0) << describe(young);
   EXPECT_NE(young.err.find("pruned 0 session(s)"), std::string::npos) << describe(young);
   EXPECT_TRUE(listed(f, empty));
 
-  Output pruned = f.chock({"workspace", "prune"});
+  // --older-than 0: any age, --keep or not; never the unapplied work.
+  Output pruned = f.chock({"workspace", "prune", "--older-than", "0"});
   EXPECT_EQ(pruned.status, 0) << describe(pruned);
   EXPECT_NE(pruned.err.find("pruned 2 session(s)"), std::string::npos) << describe(pruned);
   EXPECT_NE(pruned.err.find("1 session(s) with unapplied work were kept"), std::string::npos)
@@ -173,9 +185,71 @@ TEST(WorkspacePrune, RemovesAppliedAndEmptySessionsAndTheirLogsNeverUnappliedWor
   EXPECT_EQ(log_path(f, empty), "");
   EXPECT_EQ(log_path(f, applied), "");
   EXPECT_NE(log_path(f, unapplied), "");
+  // Named, the unapplied work still stays.
+  Output named = f.chock({"workspace", "prune", unapplied});
+  EXPECT_NE(named.err.find("pruned 0 session(s)"), std::string::npos) << describe(named);
+  EXPECT_TRUE(listed(f, unapplied));
   // The unapplied commit still applies.
   EXPECT_EQ(f.chock({"apply", unapplied, "--yes"}).status, 0);
   EXPECT_EQ(read_file(f.file("b.txt")), "b\n");
+}
+
+// Sets a session's record as if it was made and last used `days` ago.
+void age(const Fixture& f, const std::string& id, int days) {
+  const std::string path = f.sessions() + "/" + id + "/session.json";
+  auto record = nlohmann::json::parse(read_file(path));
+  const auto then = static_cast<std::int64_t>(std::time(nullptr)) - static_cast<std::int64_t>(days) * 86400;
+  record["created"] = then;
+  record["last_run"] = then;
+  write_file(path, record.dump(2) + "\n", 0600);
+}
+
+// Unasked, prune removes an empty session only once it is a day unused and
+// was not made with --keep; a --keep session of any age stays until it is
+// named or --older-than reaches it.
+TEST(WorkspacePrune, LeavesKeptAndRecentSessionsUnlessNamedOrOlderThan) {
+  Fixture f;
+  f.init_git();
+  auto applied_session = [&] {
+    const std::string id = session_id(f.run({}, "echo x >> a.txt && git commit -qam X"));
+    EXPECT_EQ(f.chock({"apply", id, "--yes"}).status, 0);
+    return id;
+  };
+  const std::string old_plain = applied_session();
+  const std::string recent_plain = applied_session();
+  const std::string old_kept = session_id(f.run({"--keep"}, "true"));
+  const std::string recent_kept = session_id(f.run({"--keep"}, "true"));
+  age(f, old_plain, 3);
+  age(f, old_kept, 3);
+
+  Output unasked = f.chock({"workspace", "prune"});
+  EXPECT_EQ(unasked.status, 0) << describe(unasked);
+  EXPECT_NE(unasked.err.find("pruned 1 session(s)"), std::string::npos) << describe(unasked);
+  EXPECT_FALSE(listed(f, old_plain));
+  EXPECT_TRUE(listed(f, recent_plain));
+  EXPECT_TRUE(listed(f, old_kept));
+  EXPECT_TRUE(listed(f, recent_kept));
+
+  // --older-than reaches a --keep session as old as it says, and no younger one.
+  Output older = f.chock({"workspace", "prune", "--older-than", "2"});
+  EXPECT_NE(older.err.find("pruned 1 session(s)"), std::string::npos) << describe(older);
+  EXPECT_FALSE(listed(f, old_kept));
+  EXPECT_TRUE(listed(f, recent_kept));
+  EXPECT_TRUE(listed(f, recent_plain));
+
+  // Named: whatever its age, --keep or not; no other session or log goes.
+  Output named = f.chock({"workspace", "prune", recent_kept, recent_plain});
+  EXPECT_EQ(named.status, 0) << describe(named);
+  EXPECT_NE(named.err.find("pruned 2 session(s)"), std::string::npos) << describe(named);
+  EXPECT_FALSE(listed(f, recent_kept));
+  EXPECT_FALSE(listed(f, recent_plain));
+
+  // A name that is no session is said, in one line.
+  Output missing = f.chock({"workspace", "prune", "deadbeef"});
+  EXPECT_EQ(missing.status, 125) << describe(missing);
+  EXPECT_NE(missing.err.find("chock: no session 'deadbeef'"), std::string::npos) << describe(missing);
+  Output malformed = f.chock({"workspace", "prune", "../x"});
+  EXPECT_EQ(malformed.status, 2) << describe(malformed);
 }
 
 TEST(WorkspacePrune, RemovesTheLogsOfSessionsAlreadyGone) {
