@@ -332,8 +332,8 @@ void add_workspace_command(CLI::App& app, Action& action) {
   CLI::App* pr =
       ws->add_subcommand("prune",
                          "Remove applied and empty sessions and their logs, and the logs of sessions already "
-                         "gone; a session made "
-                         "with --keep or used in the last day only when named or with --older-than");
+                         "gone; a session made with --keep or used in the last day only when named or with "
+                         "--older-than");
   pr->add_option("session", o->sessions, "Only these sessions (whatever their age, or --keep)");
   pr->add_option_function<double>(
         "--older-than",
