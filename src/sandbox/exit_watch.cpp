@@ -198,9 +198,12 @@ bool refuse_stopped_call(pid_t pid, int error) noexcept {
 
 // The first refusal of its kind is said at once on the call's stderr, while
 // the program still runs: Chromium under write-xor-execute does not fail, it
-// hangs, and the reason must not wait for the deadline.
-void say_first_refusal(pid_t pid, const char* program, const char* what, const char* why) noexcept {
-  char line[512];
+// hangs, and the reason must not wait for the deadline. The program's name
+// is kept for the end's summary.
+void say_first_refusal(Watch& w, pid_t pid, char* program, std::size_t size, const char* what,
+                       const char* reason, const char* (*hint)(program_hints::Kind)) noexcept {
+  program_name(w, pid, program, size);
+  char line[640];
   std::size_t n = 0;
   char digits[16];
   pid_digits(digits, pid);
@@ -210,38 +213,24 @@ void say_first_refusal(pid_t pid, const char* program, const char* what, const c
   append(line, n, sizeof line, digits);
   append(line, n, sizeof line, ") was refused ");
   append(line, n, sizeof line, what);
-  append(line, n, sizeof line, why);
+  append(line, n, sizeof line, reason);
+  append(line, n, sizeof line, hint(program_hints::kind_of(program)));
   line[n++] = '\n';
   (void)!::write(2, line, n);
 }
 
 void on_write_execute(Watch& w, pid_t pid) noexcept {
-  if (!refuse_stopped_call(pid, EPERM)) return;
-  if (w.evidence.write_execute_refused++ > 0) return;
-  char* program = w.evidence.write_execute_program;
-  program_name(w, pid, program, sizeof w.evidence.write_execute_program);
-  char why[256];
-  std::size_t n = 0;
-  append(why, n, sizeof why,
-         ": a JIT needs `sandbox.jit = allow` in chock.zon (--allow-jit for chock sandbox), or ");
-  append(why, n, sizeof why, program_hints::without_jit(program_hints::kind_of(program)));
-  why[n] = '\0';
-  say_first_refusal(pid, program, "a writable and executable mapping (write-xor-execute)", why);
+  if (!refuse_stopped_call(pid, EPERM) || w.evidence.write_execute_refused++ > 0) return;
+  say_first_refusal(w, pid, w.evidence.write_execute_program, sizeof w.evidence.write_execute_program,
+                    "a writable and executable mapping (write-xor-execute): ", program_hints::kJitReason,
+                    program_hints::without_jit);
 }
 
 void on_user_namespace(Watch& w, pid_t pid) noexcept {
-  if (!refuse_stopped_call(pid, ENOSPC)) return;
-  if (w.evidence.user_namespace_refused++ > 0) return;
-  char* program = w.evidence.user_namespace_program;
-  program_name(w, pid, program, sizeof w.evidence.user_namespace_program);
-  char why[320];
-  std::size_t n = 0;
-  append(why, n, sizeof why,
-         " (ENOSPC): a sandbox inside a call needs one, which Chock refuses by design; Chock is the sandbox, "
-         "so run it with its own off: ");
-  append(why, n, sizeof why, program_hints::without_own_sandbox(program_hints::kind_of(program)));
-  why[n] = '\0';
-  say_first_refusal(pid, program, "a user namespace", why);
+  if (!refuse_stopped_call(pid, ENOSPC) || w.evidence.user_namespace_refused++ > 0) return;
+  say_first_refusal(w, pid, w.evidence.user_namespace_program, sizeof w.evidence.user_namespace_program,
+                    "a user namespace (ENOSPC): ", program_hints::kNestedSandboxReason,
+                    program_hints::without_own_sandbox);
 }
 
 // The filter's SECCOMP_RET_TRACE: memfd_create without MFD_NOEXEC_SEAL (and

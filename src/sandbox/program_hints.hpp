@@ -11,6 +11,13 @@ namespace chock::program_hints {
 enum class Kind { other, chromium, node, firefox, bubblewrap };
 [[nodiscard]] Kind kind_of(const char* program) noexcept;
 
+// Why each is refused, completed by the program's own switch below.
+inline constexpr const char* kJitReason =
+    "a JIT needs `sandbox.jit = allow` in chock.zon (--allow-jit for chock sandbox), or ";
+inline constexpr const char* kNestedSandboxReason =
+    "a sandbox inside a call needs one, which Chock refuses by design; Chock is the sandbox, so run it "
+    "with its own off: ";
+
 // How the program runs without writable and executable memory, as a phrase
 // that completes "or ...": "Chromium's own switch, `--js-flags=--jitless`".
 [[nodiscard]] const char* without_jit(Kind kind) noexcept;

@@ -114,15 +114,13 @@ std::vector<std::string> end_lines(const Result& r, const std::vector<std::strin
     lines.push_back("the sandbox refused " +
                     plural(r.write_execute_refused, "writable and executable mapping",
                            "writable and executable mappings") +
-                    " (write-xor-execute)" + of_program(r.write_execute_program) +
-                    ": a JIT needs `sandbox.jit = allow` in chock.zon (--allow-jit for chock sandbox), or " +
+                    " (write-xor-execute)" + of_program(r.write_execute_program) + ": " +
+                    program_hints::kJitReason +
                     program_hints::without_jit(program_hints::kind_of(r.write_execute_program.c_str())));
   if (r.user_namespace_refused > 0)
     lines.push_back(
         "the sandbox refused " + plural(r.user_namespace_refused, "user namespace", "user namespaces") +
-        of_program(r.user_namespace_program) +
-        " (ENOSPC): a sandbox inside a call needs one, which Chock refuses by design; Chock is the "
-        "sandbox, so run it with its own off: " +
+        of_program(r.user_namespace_program) + " (ENOSPC): " + program_hints::kNestedSandboxReason +
         program_hints::without_own_sandbox(program_hints::kind_of(r.user_namespace_program.c_str())));
   return lines;
 }
