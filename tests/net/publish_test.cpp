@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
+#include "util/fd.hpp"
 
 namespace chock::test::ws {
 namespace {
@@ -97,35 +98,35 @@ std::string task_id(const Output& o) {
   return std::regex_search(o.err, m, started) ? m[1].str() : std::string();
 }
 
-// What the host's 127.0.0.1:port sends on a connection, until its end (raw
-// bytes: the swapping server speaks no HTTP); "" when it refuses or resets.
-std::string read_all(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// A socket connected to the host's 127.0.0.1:port (5 s to read), and the
+// connect's errno (0 when it connected).
+std::pair<UniqueFd, int> connect_loopback(int port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   timeval t{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+  const int error = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+  return {std::move(fd), error};
+}
+
+// What the host's 127.0.0.1:port sends on a connection, until its end (raw
+// bytes: the swapping server speaks no HTTP); "" when it refuses or resets.
+std::string read_all(int port) {
+  auto [fd, error] = connect_loopback(port);
   std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    char buf[256];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  char buf[256];
+  if (error == 0)
+    for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) > 0;)
+      out.append(buf, static_cast<std::size_t>(n));
   return out;
 }
 
 // A connect to the host's 127.0.0.1:port: 0, or errno.
 int connect_error(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
-  ::close(fd);
-  return rc;
+  return connect_loopback(port).second;
 }
 
 // Every listening socket of /proc/net/tcp and tcp6 on `port`: its local address (hex).
