@@ -10,8 +10,10 @@ requests=${REQUESTS:-300}
 work=$(mktemp -d /tmp/chock-publish-bench.XXXXXX)
 direct_pid=""
 task=""
+host_task=""
 cleanup() {
   [ -n "$task" ] && XDG_DATA_HOME="$work/data" "$chock" tasks cancel "$task" >/dev/null 2>&1 || true
+  [ -n "$host_task" ] && XDG_DATA_HOME="$work/data" "$chock" tasks cancel "$host_task" >/dev/null 2>&1 || true
   [ -n "$direct_pid" ] && kill "$direct_pid" 2>/dev/null || true
   XDG_DATA_HOME="$work/data" "$chock" workspace remove --all --force >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -27,6 +29,11 @@ direct_pid=$!
 out=$(XDG_DATA_HOME="$work/data" XDG_STATE_HOME="$work/state" "$chock" run --background --publish 18101:8000 -- \
   python3 -m http.server 8000 --bind 127.0.0.1 2>&1)
 task=$(printf '%s\n' "$out" | sed -n 's/^chock: task \([a-z0-9-]*\) started.*/\1/p')
+# The same server in a call on the host's network: what the sandbox costs
+# the server, apart from the published port's relay.
+out=$(XDG_DATA_HOME="$work/data" XDG_STATE_HOME="$work/state" "$chock" run --background --net host -- \
+  python3 -m http.server 18102 --bind 127.0.0.1 2>&1)
+host_task=$(printf '%s\n' "$out" | sed -n 's/^chock: task \([a-z0-9-]*\) started.*/\1/p')
 cat > "$work/client.py" <<'PY'
 import http.client, statistics, sys, time
 requests = int(sys.argv[1])
@@ -60,9 +67,10 @@ def throughput(port):
         assert n == 100000000, n
     return statistics.median(rates)
 rows = {}
-for name, port in (("direct", 18100), ("published", 18101)):
+servers = (("direct", 18100), ("in a call", 18102), ("published", 18101))
+for name, port in servers:
     ready(port)
-for name, port in (("direct", 18100), ("published", 18101), ("direct", 18100), ("published", 18101)):
+for name, port in servers + servers:
     med, p90 = latency(port)
     rate = throughput(port)
     rows.setdefault(name, []).append((med, p90, rate))

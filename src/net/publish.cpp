@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -335,6 +336,11 @@ void Publisher::link(UniqueFd client, std::uint16_t call_port) {
     setsockopt(client.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
   } else {
     set_nonblocking(inside.get());
+    // A small answer written in pieces (headers, then body) is not held back
+    // by Nagle on either leg: the relay must not add a wait the direct path lacks.
+    const int one = 1;
+    setsockopt(client.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(inside.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     const Pumped moved = pump(client.get(), inside.get(), stop_.get());
     fields["bytes_in"] = moved.a_to_b;
     fields["bytes_out"] = moved.b_to_a;
