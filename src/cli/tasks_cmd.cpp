@@ -1,6 +1,6 @@
-// chock tasks list [--session ID] | show ID | wait ID [--timeout S] | cancel ID:
-// the background calls of `chock run --background` (tasks.hpp). A task's id
-// is "<session>-NN".
+// chock tasks list [--session ID] | show ID | wait ID [--timeout S] | cancel ID
+// | publish ID [HOST_PORT:]CALL_PORT: the background calls of `chock run
+// --background` (tasks.hpp). A task's id is "<session>-NN".
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +13,7 @@
 
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
+#include "cli/layer_flags.hpp"
 #include "session/tasks.hpp"
 #include "util/escape.hpp"
 
@@ -111,6 +112,19 @@ int cancel(const std::string& id) {
   return 0;
 }
 
+int publish(const std::string& id, const std::string& spec, const config::LayerOptions& options) {
+  auto t = session::find_task(id);
+  if (!t) return fail(t.error());
+  auto port = session::publish_to_task(*t, spec, options, terminal_ask());
+  if (!port) return fail(port.error());
+  std::printf("http://127.0.0.1:%u/\n", static_cast<unsigned>(port->host_port));
+  std::fprintf(stderr,
+               "chock: published http://127.0.0.1:%u/ -> task %s's 127.0.0.1:%u (the host's loopback only; "
+               "it closes when the task ends)\n",
+               static_cast<unsigned>(port->host_port), id.c_str(), static_cast<unsigned>(port->call_port));
+  return 0;
+}
+
 }  // namespace
 
 void add_tasks_command(CLI::App& app, Action& action) {
@@ -134,6 +148,14 @@ void add_tasks_command(CLI::App& app, Action& action) {
   CLI::App* c = cmd->add_subcommand("cancel", "End a task and every process of its call");
   c->add_option("id", *id, "SESSION-NN")->required();
   c->callback([id, &action] { action = [id] { return cancel(*id); }; });
+  auto spec = std::make_shared<std::string>();
+  auto layers = std::make_shared<config::LayerOptions>();
+  CLI::App* p = cmd->add_subcommand("publish", "Publish a port of a running task on the host's loopback");
+  p->add_option("id", *id, "SESSION-NN")->required();
+  p->add_option("port", *spec, "[HOST_PORT:]CALL_PORT")->required();
+  add_layer_flags(*p, *layers);
+  p->callback(
+      [id, spec, layers, &action] { action = [id, spec, layers] { return publish(*id, *spec, *layers); }; });
 }
 
 }  // namespace chock::cli

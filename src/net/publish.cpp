@@ -243,7 +243,20 @@ UniqueFd SocketMaker::make() {
 Publisher::Publisher(std::vector<Published> ports, SocketMaker maker, Record record)
     : ports_(std::move(ports)), maker_(std::move(maker)), record_(std::move(record)) {
   stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   loop_ = std::thread([this] { serve(); });
+}
+
+Expected<void> Publisher::add(Published port) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_.load()) return Error{"the task has ended: its ports are closed", "", 0, Errc::bad_config};
+    pending_.push_back(std::move(port));
+  }
+  const std::uint64_t one = 1;
+  if (::write(wake_.get(), &one, sizeof one) != sizeof one)
+    return sys_error("wake the published ports' loop");
+  return {};
 }
 
 Publisher::~Publisher() {
@@ -251,18 +264,19 @@ Publisher::~Publisher() {
 }
 
 void Publisher::stop() noexcept {
-  if (stopped_.exchange(true)) return;
+  {
+    std::lock_guard lock(mutex_);  // add() sees it stopped, or its port is in pending_
+    if (stopped_.exchange(true)) return;
+  }
   const std::uint64_t one = 1;
   (void)!::write(stop_.get(), &one, sizeof one);
   if (loop_.joinable()) loop_.join();
   // The host ports refuse from here on, before the links end.
-  for (auto& p : ports_) {
-    p.v4.reset();
-    p.v6.reset();
-  }
+  ports_.clear();
   std::list<std::thread> links;
   {
     std::lock_guard lock(mutex_);
+    pending_.clear();
     links.swap(links_);
     ended_.clear();
   }
@@ -277,18 +291,34 @@ void Publisher::serve() {
   sigemptyset(&set);
   sigaddset(&set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::vector<pollfd> fds{{stop_.get(), POLLIN, 0}};
-  std::vector<std::uint16_t> call_ports{0};
-  for (const auto& p : ports_)
-    for (const UniqueFd* fd : {&p.v4, &p.v6})
-      if (*fd) {
-        fds.push_back({fd->get(), POLLIN, 0});
-        call_ports.push_back(p.call_port);
-      }
+  std::vector<pollfd> fds;
+  std::vector<std::uint16_t> call_ports;
+  auto watch = [&] {
+    fds = {{stop_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    call_ports = {0, 0};
+    for (const auto& p : ports_)
+      for (const UniqueFd* fd : {&p.v4, &p.v6})
+        if (*fd) {
+          fds.push_back({fd->get(), POLLIN, 0});
+          call_ports.push_back(p.call_port);
+        }
+  };
+  watch();
   for (;;) {
     if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
     if (fds[0].revents != 0) return;
-    for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[1].revents != 0) {
+      std::uint64_t added = 0;
+      (void)!::read(wake_.get(), &added, sizeof added);
+      {
+        std::lock_guard lock(mutex_);
+        for (auto& p : pending_) ports_.push_back(std::move(p));
+        pending_.clear();
+      }
+      watch();
+      continue;
+    }
+    for (std::size_t i = 2; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       UniqueFd client(::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (!client) continue;

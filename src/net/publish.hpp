@@ -85,6 +85,9 @@ class Publisher {
   ~Publisher();
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
+  // Listens on `port` too, from now until stop() (`chock tasks publish`);
+  // an Error once stopped.
+  [[nodiscard]] Expected<void> add(Published port);
   // Closes every listener (the host port refuses from here on), ends every
   // link and joins every thread; idempotent.
   void stop() noexcept;
@@ -95,10 +98,12 @@ class Publisher {
   // Joins the threads of links that have ended (serve's thread only).
   void join_ended();
 
-  std::vector<Published> ports_;
+  std::vector<Published> ports_;    // serve's
+  std::vector<Published> pending_;  // added, not yet served (under mutex_)
   SocketMaker maker_;
   Record record_;
   UniqueFd stop_;  // eventfd: readable once stop() is called
+  UniqueFd wake_;  // eventfd: readable once a port is added
   std::mutex mutex_;
   std::list<std::thread> links_;
   std::vector<std::list<std::thread>::iterator> ended_;  // links_ whose thread has returned

@@ -141,7 +141,7 @@ class InSession {
     // them from it): a refusal or a port taken ends the call before it starts.
     std::vector<net::Published> published = std::move(c_.published);
     if (published.empty()) {
-      auto opened = open_published(c_.request, context_.network, context_.layers.table, c_.hooks.ask);
+      auto opened = open_published(c_.request.publish, context_.network, context_.layers.table, c_.hooks.ask);
       if (!opened) {
         events.release();
         return std::move(opened).error();
@@ -228,7 +228,8 @@ class InSession {
     io->start();
     std::mutex publish_log;  // the relay's links record from threads of their own
     std::optional<net::Publisher> publisher;
-    if (!published.empty()) {
+    // A task's runner serves its ports, and those `chock tasks publish` adds later.
+    if (!published.empty() || (task && config.network != Network::host)) {
       auto maker = net::SocketMaker::start(child->keeper_pidfd());
       if (maker)
         publisher.emplace(std::move(published), std::move(*maker),
@@ -236,10 +237,10 @@ class InSession {
                             std::lock_guard lock(publish_log);
                             events.add(event, fields);
                           });
-      else
+      else if (!published.empty())
         say("the published ports stay closed: " + maker.error().message());
     }
-    if (task) c_.as_task->started(opened_.lock);
+    if (task) c_.as_task->started(opened_.lock, publisher ? &*publisher : nullptr);
     if (c_.hooks.started) c_.hooks.started();
     if (mounts->hold.how == workspace::MountsHold::alone)
       workspace::remove_set_aside_work(s);  // while the program starts

@@ -20,8 +20,10 @@ namespace chock::session {
 // beside the session's calls, its output into the task's file, its end in
 // the task's record.
 struct AsTask {
-  std::function<Expected<void>(Config& config)> prepare;      // before the spawn
-  std::function<void(workspace::SessionLock& lock)> started;  // the program runs: the session lock goes
+  std::function<Expected<void>(Config& config)> prepare;  // before the spawn
+  // The program runs: the session lock goes; the call's published ports
+  // (none yet, perhaps) are served by `publisher` (null: the call has none, --net host).
+  std::function<void(workspace::SessionLock& lock, net::Publisher* publisher)> started;
   std::function<void()> drained;                    // its processes have ended: the output is all in
   std::function<void(const Result& result)> ended;  // after the call: the record
 };

@@ -30,16 +30,16 @@ Expected<void> decide(const net::PortSpec& spec, const policy::Table& table, con
 
 }  // namespace
 
-Expected<std::vector<net::Published>> open_published(const Request& request, Network network,
+Expected<std::vector<net::Published>> open_published(const std::vector<std::string>& specs, Network network,
                                                      const policy::Table& table, const Hooks::Ask& ask) {
   std::vector<net::Published> out;
-  if (request.publish.empty()) return out;
+  if (specs.empty()) return out;
   if (network == Network::host)
     return Error{
         "--publish needs the call's own network (--net none or filtered): with --net host its "
         "servers are on the host's loopback already",
         "", 0, Errc::bad_config};
-  for (const auto& text : request.publish) {
+  for (const auto& text : specs) {
     auto spec = net::parse_port_spec(text);
     if (!spec) return std::move(spec).error();
     if (auto d = decide(*spec, table, ask); !d) return std::move(d).error();
@@ -50,10 +50,13 @@ Expected<std::vector<net::Published>> open_published(const Request& request, Net
   return out;
 }
 
+nlohmann::json published_entry(const net::Published& p) {
+  return {{"url", p.url()}, {"host_port", p.host_port}, {"call_port", p.call_port}};
+}
+
 nlohmann::json published_json(const std::vector<net::Published>& ports) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& p : ports)
-    out.push_back({{"url", p.url()}, {"host_port", p.host_port}, {"call_port", p.call_port}});
+  for (const auto& p : ports) out.push_back(published_entry(p));
   return out;
 }
 

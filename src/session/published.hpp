@@ -17,13 +17,16 @@
 
 namespace chock::session {
 
-// Each "[HOST_PORT:]CALL_PORT" of the request, decided and listening; an
-// Error names the spec, the rule that refused it, or the port taken.
-[[nodiscard]] Expected<std::vector<net::Published>> open_published(const Request& request, Network network,
+// Each "[HOST_PORT:]CALL_PORT" (Request::publish), decided and listening;
+// an Error names the spec, the rule that refused it, or the port taken.
+[[nodiscard]] Expected<std::vector<net::Published>> open_published(const std::vector<std::string>& specs,
+                                                                   Network network,
                                                                    const policy::Table& table,
                                                                    const Hooks::Ask& ask);
 
-// [{"url", "host_port", "call_port"}]: what `chock tasks list` shows.
+// {"url", "host_port", "call_port"}: a port as `chock tasks list` shows it.
+[[nodiscard]] nlohmann::json published_entry(const net::Published& port);
+// Every port's entry.
 [[nodiscard]] nlohmann::json published_json(const std::vector<net::Published>& ports);
 
 }  // namespace chock::session

@@ -16,7 +16,9 @@
 #include <thread>
 
 #include "session/call_impl.hpp"
+#include "session/net_rules.hpp"
 #include "session/published.hpp"
+#include "session/task_control.hpp"
 #include "util/dirs.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
@@ -178,7 +180,8 @@ std::uint64_t keep_output(int from, int file) {
 // its state into the record.
 class Runner {
  public:
-  Runner(std::string base, nlohmann::json state) : base_(std::move(base)), state_(std::move(state)) {}
+  Runner(std::string base, std::string lock, nlohmann::json state)
+      : base_(std::move(base)), lock_(std::move(lock)), state_(std::move(state)) {}
 
   Expected<void> open() {
     out_.reset(::open((base_ + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
@@ -204,13 +207,16 @@ class Runner {
       config.pass_stdin = false;
       return {};
     };
-    t.started = [this](workspace::SessionLock& lock) {
+    t.started = [this](workspace::SessionLock& lock, net::Publisher* publisher) {
       write_.reset();
+      if (publisher) open_door(*publisher);
       // Started: later calls of the session, and what takes it alone, go on meanwhile.
       lock = workspace::SessionLock();
       copying_ = std::thread([this] { dropped_ = keep_output(read_.get(), out_.get()); });
     };
     t.drained = [this] {
+      // Closed before the ports are: nothing is published to an ended task.
+      if (door_) door_->stop();
       if (copying_.joinable()) copying_.join();
       if (dropped_ > 0)
         (void)write_all(out_.get(),
@@ -228,6 +234,28 @@ class Runner {
     return t;
   }
 
+  // `chock tasks publish`: the ports it hands over are served, and listed in the record.
+  void open_door(net::Publisher& publisher) {
+    auto door =
+        TaskControl::open(control_path(lock_), [this, &publisher](net::Published port) -> Expected<void> {
+          const nlohmann::json listed = published_entry(port);
+          const std::string line = "published " + port.url() +
+                                   " -> the call's 127.0.0.1:" + std::to_string(port.call_port) +
+                                   " (chock tasks publish)";
+          if (auto added = publisher.add(std::move(port)); !added) return added;
+          if (!state_.contains("published") || !state_["published"].is_array())
+            state_["published"] = nlohmann::json::array();
+          state_["published"].push_back(listed);
+          write_state(base_, state_);
+          say(line);
+          return {};
+        });
+    if (door)
+      door_ = std::move(*door);
+    else
+      say("`chock tasks publish` cannot reach this task: " + door.error().message());
+  }
+
   void failed(const Error& e) {
     write_.reset();
     if (copying_.joinable()) copying_.join();
@@ -239,7 +267,9 @@ class Runner {
 
  private:
   std::string base_;
+  std::string lock_;
   nlohmann::json state_;
+  std::unique_ptr<TaskControl> door_;
   UniqueFd out_, null_, read_, write_;
   std::thread copying_;
   std::uint64_t dropped_ = 0;
@@ -263,6 +293,7 @@ Expected<std::string> start_task(const workspace::Session& s, const Request& req
   if (!task_lock || ::flock(task_lock.get(), LOCK_EX) != 0)
     return sys_error("lock the task", lock_path(s, *n));
   nlohmann::json state = {{"id", id}, {"argv", request.argv}, {"started", now_text()}, {"state", "starting"}};
+  if (request.network) state["network"] = network_name(*request.network);
   if (!published.empty()) state["published"] = published_json(published);
   if (auto w = workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n"); !w)
     return std::move(w).error();
@@ -319,7 +350,7 @@ int run_task(const std::string& session, int number) {
   if (!parsed || !parsed->is_object()) return 125;
   nlohmann::json state = std::move(*parsed);
   std::vector<net::Published> published = inherited_ports(state);
-  Runner runner(base, std::move(state));
+  Runner runner(base, lock_path(*s, number), std::move(state));
   if (!runner.open()) return 125;
   std::string text;
   char buf[65536];
@@ -416,6 +447,36 @@ Expected<bool> cancel_task(const Task& t, std::string* why) {
   if (sys::pidfd_send_signal(runner.get(), SIGTERM) != 0) return sys_error("signal the task's runner", t.id);
   for (int i = 0; i < 500 && task_running(t); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return true;
+}
+
+Expected<net::PortSpec> publish_to_task(const Task& t, const std::string& spec, config::LayerOptions options,
+                                        const Hooks::Ask& ask) {
+  if (!task_running(t))
+    return Error{"task " + t.id + " is not running (" + t.state.value("state", std::string()) + ")", "", 0,
+                 Errc::bad_config};
+  const std::string net = t.state.value("network", std::string());
+  const Network network = net == "filtered" ? Network::filtered
+                          : net == "none"   ? Network::none
+                                            : Network::host;
+  auto s = workspace::load(t.id.substr(0, t.id.rfind('-')));
+  if (!s) return std::move(s).error();
+  options.project_dir = s->project;
+  auto layers = config::load_layers(options);
+  if (!layers) return std::move(layers).error();
+  auto opened = open_published({spec}, network, layers->table, ask);
+  if (!opened) return std::move(opened).error();
+  const net::Published& port = opened->front();
+  // The runner opens its door once the call's program runs: a task that has
+  // only just started is waited for (bounded), an ended one is not.
+  for (int i = 0;; ++i) {
+    auto handed = hand_to_runner(control_path(t.lock), port);
+    if (handed) break;
+    const int code = handed.error().code;
+    if ((code != ENOENT && code != ECONNREFUSED) || i >= 100 || !task_running(t))
+      return std::move(handed).error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return net::PortSpec{port.host_port, port.call_port};  // our listeners close here; the runner's serve
 }
 
 }  // namespace chock::session

@@ -20,6 +20,7 @@
 
 #include "chock/session.hpp"
 #include "chock/workspace.hpp"
+#include "config/layers.hpp"
 #include "net/publish.hpp"
 
 namespace chock::session {
@@ -57,5 +58,12 @@ struct Task {
 // Ends the task's call (SIGTERM to its runner, pinned); false with a reason
 // when it was not running.
 [[nodiscard]] Expected<bool> cancel_task(const Task& task, std::string* why);
+
+// `chock tasks publish ID [HOST_PORT:]CALL_PORT`: the port of a running task
+// published, decided by the policy of the task's project (`options` name the
+// bundle and the person's rows), listening here, then served by the task's
+// runner for as long as the task runs. The ports, or an Error saying why not.
+[[nodiscard]] Expected<net::PortSpec> publish_to_task(const Task& task, const std::string& spec,
+                                                      config::LayerOptions options, const Hooks::Ask& ask);
 
 }  // namespace chock::session

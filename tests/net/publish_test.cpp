@@ -176,6 +176,14 @@ class Publish : public ::testing::Test {
     if (!id.empty()) tasks_.push_back(id);
     return published_port(started);
   }
+  // A background task publishing nothing (yet); its id.
+  std::string start_plain(const std::string& script, const std::string& net = "none") {
+    Output started = f.chock({"run", "--background", "--net", net, "--", "sh", "-c", script});
+    EXPECT_EQ(started.status, 0) << describe(started);
+    const std::string id = task_id(started);
+    if (!id.empty()) tasks_.push_back(id);
+    return id;
+  }
   // The page at the host port, fetched by curl, retried while the server starts (bounded).
   Output get(int port, const std::string& path = "/index.html") {
     Output o;
@@ -305,6 +313,87 @@ TEST_F(Publish, APolicyRowThatDeniesOrAsksWithNobodyToAnswerRefuses) {
   Output bad = f.chock({"run", "--publish", "80:x", "--", "true"});
   EXPECT_NE(bad.status, 0) << describe(bad);
   EXPECT_NE(bad.err.find("--publish 80:x: `x` is not a port"), std::string::npos) << describe(bad);
+}
+
+// `chock tasks publish`: a task that is running already gets its port
+// published, served as one published at the start, and closed with the task.
+TEST_F(Publish, ARunningTaskIsPublishedLaterAndItsPortClosesWithIt) {
+  const std::string id = start_plain("exec python3 -m http.server 8000 --bind 127.0.0.1");
+  ASSERT_FALSE(id.empty());
+  Output published = f.chock({"tasks", "publish", id, "8000"});
+  ASSERT_EQ(published.status, 0) << describe(published);
+  static const std::regex url("^http://127\\.0\\.0\\.1:([0-9]+)/\n$");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(published.out, m, url)) << describe(published);
+  const int port = std::stoi(m[1].str());
+  Output page = get(port);
+  ASSERT_EQ(page.status, 0) << describe(page);
+  EXPECT_EQ(page.out, "a page of the call's own\n");
+  for (const auto& local : listeners_on(port))
+    EXPECT_TRUE(local.starts_with("0100007F:") || local.starts_with("00000000000000000000000001000000:"))
+        << "a listener on " << local;
+  Output list = f.chock({"tasks", "list", "--json"});
+  bool listed = false;
+  for (const auto& t : nlohmann::json::parse(list.out))
+    if (t["id"] == id && t["published"].size() == 1)
+      listed = t["published"][0]["url"] == "http://127.0.0.1:" + std::to_string(port) + "/";
+  EXPECT_TRUE(listed) << describe(list);
+  // The runner's door is beside the task's lock, where no call can reach it;
+  // the task's record, its neighbour, is what calls read.
+  const std::string session = id.substr(0, id.rfind('-'));
+  EXPECT_EQ(::access((f.sessions() + "/" + session + "/task-01.door").c_str(), F_OK), 0);
+  Output inside = f.chock(
+      {"run", "--session", session, "--", "sh", "-c",
+       "ls /run/chock/tasks && { find / -path /proc -prune -o -name '*.door' -print 2>/dev/null; true; }"});
+  EXPECT_EQ(inside.status, 0) << describe(inside);
+  EXPECT_NE(inside.out.find("task-01.json"), std::string::npos) << describe(inside);
+  EXPECT_EQ(inside.out.find(".door"), std::string::npos) << describe(inside);
+  Output cancel = f.chock({"tasks", "cancel", id});
+  ASSERT_EQ(cancel.status, 0) << describe(cancel);
+  const auto cancelled = std::chrono::steady_clock::now();
+  int error = 0;
+  while ((error = connect_error(port)) == 0 &&
+         std::chrono::steady_clock::now() - cancelled < std::chrono::seconds(1))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(error, ECONNREFUSED);
+  EXPECT_NE(::access((f.sessions() + "/" + session + "/task-01.door").c_str(), F_OK), 0) << "the door stays";
+  Output after = f.chock({"tasks", "publish", id, "8000"});
+  EXPECT_NE(after.status, 0) << describe(after);
+  EXPECT_NE(after.err.find("chock: tasks: task " + id + " is not running (cancelled)"), std::string::npos)
+      << describe(after);
+}
+
+TEST_F(Publish, PublishingARunningTaskIsDecidedAsAPortPublishedAtItsStart) {
+  const std::string id = start_plain("exec sleep 60");
+  ASSERT_FALSE(id.empty());
+  Output denied = f.chock({"tasks", "publish", id, "8002"});
+  EXPECT_NE(denied.status, 0) << describe(denied);
+  EXPECT_NE(denied.err.find("publishing the call's port 8002 is denied by net.publish.8002"),
+            std::string::npos)
+      << describe(denied);
+  Output asks = f.chock({"tasks", "publish", id, "8004"});
+  EXPECT_NE(asks.status, 0) << describe(asks);
+  EXPECT_NE(asks.err.find("net.publish.8004 asks, and nobody is here to answer"), std::string::npos)
+      << describe(asks);
+  // The person's own row decides it for this command.
+  Output allowed = f.chock({"tasks", "publish", id, "8004", "--policy-rule", "net.publish.8004=allow"});
+  EXPECT_EQ(allowed.status, 0) << describe(allowed);
+  static const std::regex url("http://127\\.0\\.0\\.1:([0-9]+)/");
+  std::smatch m;
+  const int port = std::regex_search(allowed.out, m, url) ? std::stoi(m[1].str()) : 0;
+  ASSERT_GT(port, 0) << describe(allowed);
+  Output taken = f.chock({"tasks", "publish", id, std::to_string(port) + ":8000"});
+  EXPECT_NE(taken.status, 0) << describe(taken);
+  EXPECT_NE(taken.err.find("127.0.0.1:" + std::to_string(port) + ": EADDRINUSE"), std::string::npos)
+      << describe(taken);
+  const std::string on_host = start_plain("exec sleep 60", "host");
+  ASSERT_FALSE(on_host.empty());
+  Output host = f.chock({"tasks", "publish", on_host, "8000"});
+  EXPECT_NE(host.status, 0) << describe(host);
+  EXPECT_NE(host.err.find("needs the call's own network"), std::string::npos) << describe(host);
+  Output bad = f.chock({"tasks", "publish", id, "x"});
+  EXPECT_NE(bad.status, 0) << describe(bad);
+  EXPECT_NE(bad.err.find("`x` is not a port"), std::string::npos) << describe(bad);
 }
 
 }  // namespace
