@@ -1,7 +1,8 @@
-// chock credentials set HOST | list | remove HOST: the secrets the host side
-// adds to a fetch of exactly that host (net/credentials.hpp). A secret is
-// read from stdin, never from the command line (which every process of the
-// machine can read), and is never printed.
+// chock credentials set HOST [--port N] [--header NAME] [--format F] [--env VAR]
+// | list | remove HOST: the secrets the host side adds to a request to
+// exactly that host (net/credentials.hpp). A secret is read from stdin, never
+// from the command line (which every process of the machine can read), and
+// is never printed.
 #include <termios.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "cli/command.hpp"
 #include "net/credentials.hpp"
+#include "util/escape.hpp"
 
 namespace chock::cli {
 
@@ -47,20 +49,32 @@ std::string read_secret() {
   return line;
 }
 
-int set(const std::string& text) {
+int set(const std::string& text, const net::CredentialSpec& spec) {
   auto host = host_of(text);
   if (!host) return fail(host.error());
   const std::string secret = read_secret();
-  if (auto r = net::set_credential(*host, secret); !r) return fail(r.error());
-  std::printf("chock: a credential for %s is stored; chock fetch sends it to https://%s only\n",
-              host->text.c_str(), host->text.c_str());
+  auto stored = net::set_credential(*host, secret, spec);
+  if (!stored) return fail(stored.error());
+  const std::string where =
+      stored->port == 443 ? stored->host : stored->host + ":" + std::to_string(stored->port);
+  std::printf("chock: a credential for %s is stored (%s: %s); chock fetch sends it to https://%s only\n",
+              where.c_str(), stored->header.c_str(), stored->format.c_str(), where.c_str());
+  if (!stored->env.empty())
+    std::printf("chock: the project's filtered calls see %s as a sentinel of its shape, never the secret\n",
+                stored->env.c_str());
   return 0;
 }
 
+// One line a credential: where, which header, which variable; never the secret.
 int list() {
-  auto hosts = net::credential_hosts();
-  if (!hosts) return fail(hosts.error());
-  for (const auto& h : *hosts) std::printf("%s\n", h.c_str());
+  auto all = net::credentials();
+  if (!all) return fail(all.error());
+  for (const auto& c : *all) {
+    std::string line = c.port == 443 ? c.host : c.host + ":" + std::to_string(c.port);
+    line += "  " + c.header + ": " + c.format;
+    if (!c.env.empty()) line += "  env " + c.env;
+    std::printf("%s\n", printable(line).c_str());
+  }
   return 0;
 }
 
@@ -86,7 +100,16 @@ void add_credentials_command(CLI::App& app, Action& action) {
   cmd->require_subcommand(1);
   CLI::App* s = cmd->add_subcommand("set", "Store HOST's secret, read from stdin");
   s->add_option("host", *host, "The host, e.g. api.example.org")->required();
-  s->callback([host, &action] { action = [host] { return set(*host); }; });
+  auto spec = std::make_shared<net::CredentialSpec>();
+  s->add_option("--port", spec->port, "The port it is for (default 443)")->check(CLI::Range(1, 65535));
+  s->add_option("--header", spec->header, "The header that carries it (default Authorization)");
+  s->add_option(
+      "--format", spec->format,
+      "The header's value, the secret at {} (default 'Bearer {}' for a bare token in Authorization)");
+  s->add_option("--env", spec->env,
+                "A variable the project's filtered calls see holding a sentinel in its place (e.g. "
+                "ANTHROPIC_API_KEY)");
+  s->callback([host, spec, &action] { action = [host, spec] { return set(*host, *spec); }; });
   CLI::App* l = cmd->add_subcommand("list", "The hosts with a secret (never the secrets)");
   l->callback([&action] { action = [] { return list(); }; });
   CLI::App* r = cmd->add_subcommand("remove", "Forget HOST's secret");

@@ -194,12 +194,12 @@ int fetch(const FetchOptions& o) {
     }
     // The stored credential of exactly this hop's host, over https only: a
     // redirect to another host gets that host's own, or none.
-    std::string authorization;
+    std::string credential;
     if (url.scheme == "https") {
-      auto stored = net::credential_for(url.host);
+      auto stored = net::credential_for(url.host, url.port);
       if (!stored) return fail_line(stored.error().message(), kExitChockFailed);
       if (*stored) {
-        authorization = **stored;
+        credential = (*stored)->header + ": " + (*stored)->header_value();
         event["credential"] = url.host.text;  // that one was used, never its value
       }
     }
@@ -213,7 +213,7 @@ int fetch(const FetchOptions& o) {
       request.connect_deadline = std::min<std::chrono::milliseconds>(left, std::chrono::seconds(10));
       request.deadline = left;
       request.text = o.text;
-      request.authorization = authorization;
+      request.credential = credential;
       auto ran = run_hop(*program, request);
       if (!ran) return fail_line(ran.error().message(), kExitChockFailed);
       answer = std::move(*ran);

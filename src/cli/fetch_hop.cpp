@@ -61,15 +61,15 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
                                          std::to_string(request.connect_deadline.count()),
                                          std::to_string(deadline.count()),
                                          request.text ? "1" : "0",
-                                         request.authorization.empty() ? "0" : "1"};
+                                         request.credential.empty() ? "0" : "1"};
   UniqueFd secret_read;
-  if (!request.authorization.empty()) {
+  if (!request.credential.empty()) {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return sys_error("fetch: pipe");
     secret_read.reset(p[0]);
     UniqueFd secret_write(p[1]);
     // Far below a pipe's capacity, so this never blocks.
-    if (auto w = write_all(secret_write.get(), request.authorization, "the fetcher's credential pipe"); !w)
+    if (auto w = write_all(secret_write.get(), request.credential, "the fetcher's credential pipe"); !w)
       return std::move(w).error();
   }
   std::vector<char*> argv;

@@ -20,9 +20,9 @@ struct HopRequest {
   std::chrono::milliseconds connect_deadline{10000};
   std::chrono::milliseconds deadline{30000};
   bool text = false;
-  // The stored Authorization header's value for this hop's host (https
+  // The stored credential of this hop's host and port, "Name: value" (https
   // only); handed to the fetcher through a pipe, never its command line.
-  std::string authorization;
+  std::string credential;
 };
 
 struct HopAnswer {

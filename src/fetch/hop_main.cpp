@@ -95,18 +95,19 @@ int fetch_one(int argc, char** argv) {
   const long connect_ms = static_cast<long>(number(argv[5])), total_ms = static_cast<long>(number(argv[6]));
   const bool text = std::string_view(argv[7]) == "1";
   // A credential comes through fd 4, never the command line (readable by
-  // every process of the machine): the Authorization header's value.
-  std::string authorization;
+  // every process of the machine): the whole header, "Name: value".
+  std::string credential;
   if (std::string_view(argv[8]) == "1") {
-    char buf[4097];
+    char buf[8193];
     ssize_t n = 0;
     std::size_t got = 0;
     while (got < sizeof buf - 1 && (n = ::read(4, buf + got, sizeof buf - 1 - got)) > 0)
       got += static_cast<std::size_t>(n);
     ::close(4);
-    authorization.assign(buf, got);
-    for (char c : authorization)
-      if (c < 0x20 || c > 0x7e) authorization.clear();  // never a header of its own
+    credential.assign(buf, got);
+    for (char c : credential)
+      if (c < 0x20 || c > 0x7e) credential.clear();  // never a header of its own
+    if (credential.find(": ") == std::string::npos) credential.clear();
   }
   if (port == 0 || max_bytes == 0 || connect_ms <= 0 || total_ms <= 0) {
     std::fprintf(stderr, "chock-fetch-hop: a port, a byte cap and both deadlines are needed\n");
@@ -139,8 +140,7 @@ int fetch_one(int argc, char** argv) {
   const std::string connect_to = "::" + target + ":" + std::to_string(port);
   curl_slist* connect_list = curl_slist_append(nullptr, connect_to.c_str());
   curl_slist* request_headers = nullptr;
-  if (!authorization.empty())
-    request_headers = curl_slist_append(nullptr, ("Authorization: " + authorization).c_str());
+  if (!credential.empty()) request_headers = curl_slist_append(nullptr, credential.c_str());
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_CONNECT_TO, connect_list);

@@ -146,6 +146,17 @@ Expected<Built> build_config(const Request& request, const CallContext& context,
   config.argv = request.argv;
   config.env = call_environment(request.plain_env);
   if (context.shell) use_dev_shell(*context.shell, config);
+  // A credential named for a variable: the sentinel, never the secret. The
+  // person's own --env of the same name still wins (they chose to pass it).
+  if (context.network == Network::filtered) {
+    auto stood = session_sentinels(s);
+    if (stood) {
+      for (const auto& one : *stood) config.env->push_back(one.credential.env + "=" + one.sentinel);
+      b.stood_for = std::move(*stood);
+    } else {
+      say("warning: no credential stands in this call: " + stood.error().message());
+    }
+  }
   for (const auto& e : request.env) {
     const std::string name = e.substr(0, e.find('=') + 1);
     std::erase_if(*config.env, [&name](const std::string& have) { return have.starts_with(name); });

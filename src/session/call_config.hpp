@@ -15,6 +15,7 @@
 #include "config/layers.hpp"
 #include "log/events.hpp"
 #include "policy/policy.hpp"
+#include "session/sentinels.hpp"
 #include "toolchain/nix_shell.hpp"
 
 namespace chock::session {
@@ -32,6 +33,9 @@ struct CallContext {
 struct Built {
   Config config;
   std::string deadline;  // which deadline applies, in words
+  // A filtered call's credentials stood for by sentinels in its environment:
+  // what the relay puts back on the wire to their hosts.
+  std::vector<StoodFor> stood_for;
 };
 
 using Say = std::function<void(const std::string& line)>;

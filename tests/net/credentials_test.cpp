@@ -35,7 +35,7 @@ TEST(Credentials, OnlyAnHttpsFetchOfItsOwnHostCarriesIt) {
   ASSERT_EQ(set.status, 0) << set.err;
   EXPECT_FALSE(has(set.out + set.err, "s3cret")) << set.out << set.err;
   auto list = chock({"credentials", "list"});
-  EXPECT_EQ(list.out, "www.chock.test\n");
+  EXPECT_EQ(list.out, "www.chock.test  Authorization: {}\n");
   const char* data = std::getenv("XDG_DATA_HOME");
   ASSERT_NE(data, nullptr);
   struct stat st {};
@@ -63,6 +63,32 @@ TEST(Credentials, OnlyAnHttpsFetchOfItsOwnHostCarriesIt) {
   EXPECT_EQ(removed.status, 0) << removed.err;
   auto after = p.fetch({"https://www.chock.test/headers"});
   EXPECT_FALSE(has(after.out, "Authorization")) << after.out;
+}
+
+// A credential bound to a header of its own (an API key's x-api-key) is sent
+// in that header, formatted as stored, and in no Authorization header.
+TEST(Credentials, ACredentialsOwnHeaderAndFormatAreWhatTheFetchSends) {
+  CHOCK_NEED_WORLD();
+  CHOCK_NEED_TLS();
+  NetProject p(Rules{{"net.fetch.test.chock.www", "allow"}});
+  RunOptions typed;
+  typed.stdin_data = "s3cret-api-key-0123456789\n";
+  auto set =
+      chock({"credentials", "set", "www.chock.test", "--header", "X-Api-Key", "--format", "key={}"}, typed);
+  ASSERT_EQ(set.status, 0) << set.err;
+  auto list = chock({"credentials", "list"});
+  EXPECT_EQ(list.out, "www.chock.test  X-Api-Key: key={}\n");
+  auto tls = p.fetch({"https://www.chock.test/headers"});
+  EXPECT_EQ(tls.status, 0) << tls.err;
+  EXPECT_TRUE(has(tls.out, "X-Api-Key: key=s3cret-api-key-0123456789\n")) << tls.out;
+  EXPECT_FALSE(has(tls.out, "Authorization")) << tls.out;
+  // Bound to 443: the same host on another port gets nothing.
+  typed.stdin_data = "other-port-secret-0123456789\n";
+  ASSERT_EQ(chock({"credentials", "set", "www.chock.test", "--port", "8443"}, typed).status, 0);
+  auto again = p.fetch({"https://www.chock.test/headers"});
+  EXPECT_FALSE(has(again.out, "other-port-secret")) << again.out;
+  EXPECT_EQ(chock({"credentials", "remove", "www.chock.test"}).status, 0);
+  EXPECT_EQ(chock({"credentials", "list"}).out, "");
 }
 
 TEST(Credentials, ASecretThatWouldAddAHeaderIsRefused) {

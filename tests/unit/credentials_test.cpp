@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
 
 #include "net/credentials.hpp"
@@ -34,10 +35,16 @@ TEST_F(Store, KeepsOneSecretAHostInAFileOnlyTheCallerReads) {
   ASSERT_TRUE(set_credential(host("git.example.org"), "token xyz"));
   auto got = credential_for(host("api.example.org"));
   ASSERT_TRUE(got && *got);
-  EXPECT_EQ(**got, "Bearer abc123");
-  EXPECT_EQ(**credential_for(host("git.example.org")), "token xyz");
-  EXPECT_FALSE(*credential_for(host("example.org")));  // exactly that host, not a parent or a child
-  EXPECT_EQ(*credential_hosts(), (std::vector<std::string>{"api.example.org", "git.example.org"}));
+  EXPECT_EQ((*got)->header, "Authorization");
+  EXPECT_EQ((*got)->header_value(), "Bearer abc123");
+  EXPECT_EQ((*credential_for(host("git.example.org")))->header_value(), "token xyz");
+  EXPECT_FALSE(*credential_for(host("example.org")));            // exactly that host, not a parent or a child
+  EXPECT_FALSE(*credential_for(host("api.example.org"), 8443));  // nor another port
+  auto all = credentials();
+  ASSERT_TRUE(all);
+  std::vector<std::string> hosts;
+  for (const auto& c : *all) hosts.push_back(c.host);
+  EXPECT_EQ(hosts, (std::vector<std::string>{"api.example.org", "git.example.org"}));
   struct stat st {};
   ASSERT_EQ(::stat(credentials_path()->c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600U);
@@ -76,9 +83,75 @@ TEST_F(Store, ADeeplyNestedStoreIsRefusedNotACrash) {
   auto got = credential_for(host("api.example.org"));
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().message(), line);
-  // The neighbour: the same store without the nesting is read.
+  // The neighbour: the same store without the nesting is read (a store of
+  // the first form, the header's value as a string, still is).
   test::write_file(path, R"({"api.example.org":"Bearer abc","x":[[]]})", 0600);
-  EXPECT_EQ(**credential_for(host("api.example.org")), "Bearer abc");
+  EXPECT_EQ((*credential_for(host("api.example.org")))->header_value(), "Bearer abc");
+}
+
+// A credential bound to a port, a header and a variable; what would put a
+// second header on the wire or a variable that changes how programs load is
+// refused.
+TEST_F(Store, BindsAHeaderAFormatAPortAndAVariable) {
+  CredentialSpec spec;
+  spec.port = 8443;
+  spec.header = "x-api-key";
+  spec.env = "EXAMPLE_API_KEY";
+  auto set = set_credential(host("api.example.org"), "sk-ant-api03-0123456789abcdefghij", spec);
+  ASSERT_TRUE(set) << set.error().message();
+  auto got = credential_for(host("api.example.org"), 8443);
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->header, "x-api-key");
+  EXPECT_EQ((*got)->header_value(), "sk-ant-api03-0123456789abcdefghij");
+  EXPECT_EQ((*got)->env, "EXAMPLE_API_KEY");
+  EXPECT_FALSE(*credential_for(host("api.example.org")));  // 443 has none
+  CredentialSpec formatted;
+  formatted.format = "token {}";
+  ASSERT_TRUE(set_credential(host("git.example.org"), "abc", formatted));
+  EXPECT_EQ((*credential_for(host("git.example.org")))->header_value(), "token abc");
+  for (const char* header : {"X Api", "x-api-key:", "a\r\nb"}) {
+    CredentialSpec bad;
+    bad.header = header;
+    EXPECT_FALSE(set_credential(host("api.example.org"), "sk-0123456789abcdefghij", bad)) << header;
+  }
+  for (const char* format : {"Bearer", "{} {}", "Bearer {}\r\nX: 1"}) {
+    CredentialSpec bad;
+    bad.format = format;
+    EXPECT_FALSE(set_credential(host("api.example.org"), "sk-0123456789abcdefghij", bad)) << format;
+  }
+  for (const char* env : {"PATH", "LD_PRELOAD", "CHOCK_X", "1KEY", "A-B", "HOME"}) {
+    CredentialSpec bad;
+    bad.env = env;
+    EXPECT_FALSE(set_credential(host("api.example.org"), "sk-0123456789abcdefghij", bad)) << env;
+  }
+  CredentialSpec short_one;
+  short_one.env = "SHORT_KEY";
+  auto too_short = set_credential(host("api.example.org"), "abc", short_one);
+  ASSERT_FALSE(too_short);
+  EXPECT_NE(too_short.error().message().find("too short"), std::string::npos) << too_short.error().message();
+}
+
+// A sentinel has the secret's length and its public prefix, and the rest is
+// drawn anew each time from letters and digits.
+TEST(Sentinel, HasTheSecretsShapeAndNothingElseOfIt) {
+  for (const std::string secret :
+       {"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "ghp_0123456789ABCDEFGHIJabcdefghij",
+        "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX", "0123456789ABCDEFGHIJ"}) {
+    auto a = make_sentinel(secret);
+    auto b = make_sentinel(secret);
+    ASSERT_TRUE(a && b) << secret;
+    EXPECT_EQ(a->size(), secret.size());
+    const std::size_t prefix = sentinel_prefix(secret);
+    EXPECT_EQ(a->substr(0, prefix), secret.substr(0, prefix));
+    EXPECT_NE(*a, *b) << "two sentinels alike";
+    for (std::size_t i = prefix; i < a->size(); ++i)
+      EXPECT_TRUE(std::isalnum(static_cast<unsigned char>((*a)[i])));
+    EXPECT_EQ(a->substr(prefix).find(secret.substr(prefix, 6)), std::string::npos);
+  }
+  EXPECT_EQ(sentinel_prefix("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz"), 13U);
+  EXPECT_EQ(sentinel_prefix("ghp_0123456789ABCDEFGHIJabcdefghij"), 4U);
+  EXPECT_EQ(sentinel_prefix("0123456789ABCDEFGHIJ"), 0U);
+  EXPECT_FALSE(make_sentinel("short"));
 }
 
 }  // namespace

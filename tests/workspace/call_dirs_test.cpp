@@ -222,6 +222,45 @@ TEST(CallDirs, TheDataDirectoryAndTheCredentialStoreAreInNoMount) {
   EXPECT_GT(mounts, 5) << out.out;
 }
 
+// A credential named for a variable is, in the project's filtered calls, a
+// sentinel of the secret's shape (its length and public prefix), the same
+// for the session's calls and another for the next session; the secret is in
+// no variable or process of the call, and a call off the network gets neither.
+TEST(CallDirs, ACredentialNamedForAVariableIsASentinelInFilteredCallsNeverTheSecret) {
+  Fixture f;
+  f.init_git();
+  const std::string secret = "sk-test-NeverInsideABCDEFGHIJ0123456789";
+  auto set =
+      f.chock({"credentials", "set", "api.example.org", "--header", "x-api-key", "--env", "EXAMPLE_API_KEY"},
+              secret + "\n");
+  ASSERT_EQ(set.status, 0) << describe(set);
+  const std::string script =
+      "printf '%s\\n' \"$EXAMPLE_API_KEY\"; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | "
+      "grep -c 'Never[I]nside'; true";
+  auto first = f.run({"--keep", "--net", "filtered"}, script);
+  ASSERT_EQ(first.status, 0) << describe(first);
+  std::istringstream lines(first.out);
+  std::string sentinel, found;
+  std::getline(lines, sentinel);
+  std::getline(lines, found);
+  EXPECT_EQ(sentinel.size(), secret.size()) << sentinel;
+  EXPECT_TRUE(sentinel.starts_with("sk-test-")) << sentinel;
+  EXPECT_NE(sentinel, secret);
+  EXPECT_EQ(sentinel.find("NeverInside"), std::string::npos) << sentinel;
+  EXPECT_EQ(found, "0") << describe(first);
+  const std::string id = session_id(first);
+  auto again = f.run({"--session", id, "--net", "filtered"}, script);
+  EXPECT_EQ(again.out.substr(0, again.out.find('\n')), sentinel) << describe(again);
+  auto other = f.run({"--net", "filtered"}, script);
+  const std::string other_sentinel = other.out.substr(0, other.out.find('\n'));
+  EXPECT_EQ(other_sentinel.size(), secret.size()) << describe(other);
+  EXPECT_NE(other_sentinel, sentinel) << "a sentinel shared by two sessions";
+  auto offline = f.run({"--net", "none"}, "printf '[%s]\\n' \"$EXAMPLE_API_KEY\"");
+  EXPECT_EQ(offline.out, "[]\n") << describe(offline);
+  // Nor is it in the session's directory that calls see.
+  EXPECT_TRUE(files_containing(f.sessions(), "NeverInside").empty());
+}
+
 // The README's mount table for a shell call, as the call's own mount table
 // shows it: below /run/chock exactly the git view, the cache and the
 // scratchpad (and with --net filtered, chock-connect), never the memory.
