@@ -197,6 +197,10 @@ void Server::initialized() {
 }
 
 void Server::take_roots(const std::optional<Json>& answer) {
+  {
+    std::lock_guard lock(mutex_);
+    if (ending_) return;  // the client left before it answered: nothing to serve
+  }
   std::string chosen, uri;
   if (answer && answer->is_object() && answer->contains("roots") && (*answer)["roots"].is_array()) {
     for (const auto& root : (*answer)["roots"]) {

@@ -240,8 +240,11 @@ std::optional<std::string> unsupported(const Json& schema) {
     std::optional<std::string> inner;
     if (key == "properties") {
       if (!value.is_object()) return key;
-      for (const auto& [name, sub] : value.items())
-        if ((inner = unsupported(sub))) return key + "." + name + "." + *inner;
+      for (const auto& [name, sub] : value.items()) {
+        if (!(inner = unsupported(sub))) continue;
+        std::string where = key;
+        return where.append(".").append(name).append(".").append(*inner);
+      }
     } else if (key == "additionalProperties" || key == "items") {
       if ((inner = unsupported(value))) return key + "." + *inner;  // an array of items (a tuple) too
     } else if (key == "anyOf") {

@@ -347,15 +347,18 @@ void Server::end_everything() {
 
 void Server::ask_client_then(const std::string& method, Json params, Answered then) {
   std::string id;
+  std::optional<Answered> unasked;  // a client that is gone is never asked
   {
     std::lock_guard lock(mutex_);
-    if (!ending_) {
+    if (ending_) {
+      unasked = std::move(then);
+    } else {
       id = "chock-" + std::to_string(++asked_count_);
       asked_[Json(id).dump()] = std::move(then);
     }
   }
-  if (id.empty()) {
-    then(std::nullopt);
+  if (unasked) {
+    (*unasked)(std::nullopt);
     return;
   }
   send(request(id, method, std::move(params)));

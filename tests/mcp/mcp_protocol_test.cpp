@@ -282,6 +282,11 @@ TEST(McpProtocol, AFailureAtStartIsTheErrorOfEveryRequest) {
     EXPECT_TRUE(has(r.lines[0]["result"].value("instructions", ""), "cannot serve")) << r.lines[0].dump();
     EXPECT_NE(r.status, 0) << c.what;
   }
+  // The Inspector CLI prints the reason too, not "connection closed".
+  Output raw;
+  (void)inspector(f, {"--session", "nosuchsession0"}, {"--method", "tools/list"}, &raw);
+  EXPECT_NE(raw.status, 0);
+  EXPECT_TRUE(has(raw.out + raw.err, "-32002: chock: mcp: no session 'nosuchsession0'")) << describe(raw);
   // The neighbour: the same project with a chock.zon it reads serves.
   write_file(broken.file("chock.zon"), ".{}\n");
   auto fine = sdk(f, chock_mcp_plan(f, {"--project", broken.project()}, {{{"list", true}}}));
