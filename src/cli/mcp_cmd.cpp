@@ -29,11 +29,6 @@ struct McpOptions {
   std::vector<std::string> argv;
 };
 
-int fail(const Error& e) {
-  std::fprintf(stderr, "chock: mcp: %s\n", printable(e.message()).c_str());
-  return exit_status_for(e, 2);
-}
-
 // --session's project, else --project's (or the current directory's) top level.
 Expected<std::string> project_of(const McpOptions& o) {
   if (!o.session.empty()) {
@@ -44,20 +39,23 @@ Expected<std::string> project_of(const McpOptions& o) {
   return workspace::project_root(o.project.empty() ? "." : o.project);
 }
 
+// A failure at start is the server's to say (mcp/server.hpp): the client
+// hears it as the error of its requests, not as a closed connection.
 int serve(const McpOptions& o) {
   auto project = project_of(o);
-  if (!project) return fail(project.error());
   mcp::ServerOptions s;
   s.chock = dir_of_self() + "/chock";
-  s.project = *project;
+  s.project = project ? *project : std::string();
+  s.failure = project ? std::string() : project.error().message();
   s.session = o.session;
   s.layers = o.layers;
+  s.project_from_roots = o.project.empty() && o.session.empty();
   return mcp::serve(s, STDIN_FILENO, STDOUT_FILENO);
 }
 
 int wrap(const McpOptions& o) {
   auto project = project_of(o);
-  if (!project) return fail(project.error());
+  if (!project) return mcp::serve_failure(project.error().message(), STDIN_FILENO, STDOUT_FILENO);
   mcp::WrapOptions w;
   w.name = o.name;
   w.project = *project;

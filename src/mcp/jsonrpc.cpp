@@ -16,7 +16,15 @@ bool valid_id(const Json& id) {
 }
 
 Parsed fail(const Json& id, int error_code, const std::string& why) {
-  return Parsed{std::nullopt, error_response(id, error_code, why)};
+  Parsed p;
+  p.reply = error_response(id, error_code, why);
+  return p;
+}
+
+Parsed of(Message m) {
+  Parsed p;
+  p.message = std::move(m);
+  return p;
 }
 
 }  // namespace
@@ -26,14 +34,29 @@ Parsed parse_line(std::string_view line) {
   auto parsed = parse_json(line);
   if (!parsed) return fail(nullptr, code::parse_error, "the line is " + parsed.error().what);
   Json j = std::move(*parsed);
-  if (j.is_array())
-    return fail(nullptr, code::invalid_request, "a batch (JSON array) is not accepted: one message a line");
+  if (j.is_array()) {
+    // JSON-RPC: an empty batch is one invalid request, answered alone.
+    if (j.empty())
+      return fail(nullptr, code::invalid_request, "an empty batch (JSON array) holds no message");
+    Parsed p;
+    p.batch = true;
+    for (const auto& value : j) p.items.push_back(parse_value(value));
+    return p;
+  }
+  return parse_value(j);
+}
+
+Parsed parse_value(const Json& j) {
   if (!j.is_object()) return fail(nullptr, code::invalid_request, "a message is a JSON object");
   const auto id_at = j.find("id");
   const bool has_id = id_at != j.end() && !id_at->is_null();
   const Json id = has_id && valid_id(*id_at) ? *id_at : Json(nullptr);
   if (has_id && !valid_id(*id_at))
     return fail(nullptr, code::invalid_request, "an id is a string or an integer");
+  // MCP, unlike JSON-RPC, never lets a request's id be null; such a line is
+  // neither a request nor a notification, and is told so.
+  if (id_at != j.end() && id_at->is_null() && j.contains("method"))
+    return fail(nullptr, code::invalid_request, "a request's id is a string or an integer, never null");
   if (j.value("jsonrpc", Json()) != "2.0")
     return fail(id, code::invalid_request, "\"jsonrpc\" must be \"2.0\"");
   Message m;
@@ -50,7 +73,7 @@ Parsed parse_line(std::string_view line) {
       }
       m.params = *params;
     }
-    return Parsed{std::move(m), std::nullopt};
+    return of(std::move(m));
   }
   const bool has_result = j.contains("result"), has_error = j.contains("error");
   // An error answers with a null id when the request's could not be read.
@@ -63,7 +86,7 @@ Parsed parse_line(std::string_view line) {
     if (!j["error"].is_object()) return fail(nullptr, code::invalid_request, "\"error\" is an object");
     m.error = j["error"];
   }
-  return Parsed{std::move(m), std::nullopt};
+  return of(std::move(m));
 }
 
 Json response(const Json& id, Json result) {

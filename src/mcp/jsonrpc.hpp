@@ -1,6 +1,6 @@
-// JSON-RPC 2.0 as MCP's stdio transport carries it: one JSON object a line,
-// no batches. Both of Chock's MCP faces (the server and the relay around a
-// third-party server) read and write messages through this layer only.
+// JSON-RPC 2.0 as MCP's stdio transport carries it: one JSON value a line,
+// a message or (protocol version 2025-03-26 only) a batch of them. Both of Chock's MCP faces (the server and
+// the relay around a third-party server) read and write messages through this layer only.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chock::mcp {
 
@@ -23,6 +24,10 @@ inline constexpr int invalid_request = -32600;
 inline constexpr int method_not_found = -32601;
 inline constexpr int invalid_params = -32602;
 inline constexpr int internal_error = -32603;
+// Implementation-defined (JSON-RPC reserves -32000 to -32099 for servers):
+// Chock could not start serving (an unknown session, a project that is not
+// there, a chock.zon it cannot read), and says why in the message.
+inline constexpr int not_serving = -32002;
 }  // namespace code
 
 // NOLINTNEXTLINE(bugprone-exception-escape): a copy allocates, as every string's does
@@ -40,11 +45,18 @@ struct Message {
 // One line read. Either a message, or the error response to send back for
 // it (its id when the line was a request with a readable id, else null).
 // `reply` is empty when nothing should be answered (a bad notification).
+// A JSON array of at least one value is a batch: `batch` is set and `items`
+// holds each of its values read as a line of its own would be (a batch in
+// a batch is not a message). Whether a batch is taken is the reader's call.
 struct Parsed {
   std::optional<Message> message;
   std::optional<Json> reply;
+  bool batch = false;
+  std::vector<Parsed> items;
 };
 [[nodiscard]] Parsed parse_line(std::string_view line);
+// One value of a line (or of a batch) as a message.
+[[nodiscard]] Parsed parse_value(const Json& value);
 
 [[nodiscard]] Json response(const Json& id, Json result);
 [[nodiscard]] Json error_response(const Json& id, int error_code, const std::string& message,
@@ -58,6 +70,8 @@ struct Parsed {
 // same when it is one of them, else the newest (the client then decides).
 inline constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 [[nodiscard]] std::string negotiate_version(const Json& requested);
+// The one version that takes batches (JSON-RPC arrays): 2025-06-18 removed them.
+inline constexpr const char* kBatchVersion = "2025-03-26";
 
 // Splits a descriptor's bytes into lines, each at most kMaxLineBytes (a
 // longer one is returned as `too_long`, its bytes dropped).

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <utility>
 
+#include "mcp/schema.hpp"
 #include "mcp/server_impl.hpp"
 #include "util/io.hpp"
 
@@ -35,8 +36,19 @@ void Flight::cancel(bool by_client) {
 }
 
 Server::Server(const ServerOptions& o, int in, int out)
-    : o_(o), in_(in), in_fd_(in), out_(out), session_(o.session) {
+    : o_(o),
+      in_(in),
+      in_fd_(in),
+      out_(out),
+      session_(o.session),
+      project_(o.project),
+      failure_(o.failure),
+      settled_(!o.project_from_roots) {
   prepare_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  // A chock.zon that cannot be read is said to the client like any other failure at start.
+  if (failure_.empty() && !project_.empty()) failure_ = project_failure(o_, project_);
+  // Said at once, unless a root of the client may still set it right.
+  if (settled_) say_failure();
 }
 
 void Server::send(const Json& message) {
@@ -57,7 +69,7 @@ bool Server::client_can(const std::string& capability) const {
 
 Expected<policy::Table> Server::policy_table() const {
   config::LayerOptions l = o_.layers;
-  l.project_dir = o_.project;
+  l.project_dir = project();
   auto layers = config::load_layers(l);
   if (!layers) return std::move(layers).error();
   return layers->table;
@@ -70,17 +82,72 @@ void Server::take_line(const LineReader::Line& line) {
     return;
   }
   Parsed p = parse_line(line.text);
+  if (p.batch) {
+    take_batch(std::move(p));
+    return;
+  }
   if (p.reply) send(*p.reply);
   if (p.message) dispatch(std::move(*p.message));
+}
+
+void Server::take_batch(Parsed p) {
+  std::string version;
+  {
+    std::lock_guard lock(mutex_);
+    version = version_;
+  }
+  if (version != kBatchVersion) {
+    send(error_response(
+        nullptr, code::invalid_request,
+        "a batch (JSON array) is not accepted " +
+            (version.empty() ? std::string("before initialize")
+                             : "in protocol version " + version + " (only in " + kBatchVersion + ")") +
+            ": one message a line"));
+    return;
+  }
+  auto batch = std::make_shared<Batch>();
+  batch->waiting = 1;  // its own hold, so that no early answer sends the array
+  for (auto& item : p.items) {
+    if (item.reply) answer_in(batch, std::move(*item.reply));
+    if (!item.message) continue;
+    const bool request = item.message->kind == Message::Kind::request;
+    if (request) {
+      std::lock_guard g(batch->mutex);
+      ++batch->waiting;
+    }
+    dispatch(std::move(*item.message), request ? batch : nullptr);
+  }
+  answer(batch, std::nullopt);
+}
+
+void Server::answer_in(const std::shared_ptr<Batch>& batch, Json message) {
+  std::lock_guard g(batch->mutex);
+  batch->answers.push_back(std::move(message));
+}
+
+void Server::answer(const std::shared_ptr<Batch>& batch, std::optional<Json> message) {
+  if (!batch) {
+    if (message) send(*message);
+    return;
+  }
+  Json all;
+  {
+    std::lock_guard g(batch->mutex);
+    if (message) batch->answers.push_back(std::move(*message));
+    if (--batch->waiting != 0) return;
+    all = std::move(batch->answers);
+  }
+  // JSON-RPC: a batch of notifications only is answered with nothing.
+  if (!all.empty()) send(all);
 }
 
 void Server::prepare_next() {
   {
     std::lock_guard lock(mutex_);
-    if (next_ || ending_) return;
+    if (next_ || ending_ || !settled_ || !failure_.empty()) return;
   }
   session::Request r;
-  r.project = o_.project;
+  r.project = project();
   r.org_bundle = o_.layers.org_bundle;
   r.policy_rules = o_.layers.policy_rules;
   auto begun = session::prepare(r);
@@ -123,6 +190,7 @@ int Server::run() {
       while (auto line = in_.next()) take_line(*line);
   }
   end_everything();
+  say_failure();  // where the client never came to choose a project
   progress.join();
   std::unique_lock lock(mutex_);
   // Every call was cancelled: each ends within moments, its sandbox with it.
@@ -130,16 +198,21 @@ int Server::run() {
   return workers_.empty() ? 0 : -1;
 }
 
-void Server::dispatch(Message m) {
+void Server::dispatch(Message m, const std::shared_ptr<Batch>& batch) {
   if (m.kind == Message::Kind::response) {
-    std::lock_guard lock(mutex_);
-    const auto asked = asked_.find(m.id.dump());
-    if (asked == asked_.end()) return;
-    asked->second.set_value(m.is_error() ? std::nullopt : std::optional<Json>(m.result));
-    asked_.erase(asked);
+    Answered then;
+    {
+      std::lock_guard lock(mutex_);
+      const auto asked = asked_.find(m.id.dump());
+      if (asked == asked_.end()) return;
+      then = std::move(asked->second);
+      asked_.erase(asked);
+    }
+    then(m.is_error() ? std::nullopt : std::optional<Json>(m.result));
     return;
   }
   if (m.kind == Message::Kind::notification) {
+    if (m.method == "notifications/initialized") initialized();
     if (m.method != "notifications/cancelled" || !m.params.is_object()) return;
     std::shared_ptr<Flight> f;
     {
@@ -150,16 +223,33 @@ void Server::dispatch(Message m) {
     if (f) f->cancel(true);
     return;
   }
+  if (auto refused = out_of_turn(m)) {
+    answer(batch, std::move(*refused));
+    return;
+  }
+  if (m.method != "initialize" && m.method != "ping" && m.method != "logging/setLevel" &&
+      waiting_for_roots()) {
+    // Served once the client's roots have chosen the project; asked now if
+    // the client has not said it is initialized.
+    {
+      std::lock_guard lock(mutex_);
+      held_.emplace_back(std::move(m), batch);
+    }
+    initialized();
+    return;
+  }
   if (m.method != "tools/call") {
-    send(handle_quick(m));
+    Json quick = handle_quick(m);
+    if (!quick.is_null()) answer(batch, std::move(quick));  // null: initialize sent its own
     return;
   }
   if (auto refused = refuse_call(m)) {
-    send(*refused);
+    answer(batch, std::move(*refused));
     return;
   }
   auto flight = std::make_shared<Flight>();
   flight->id = m.id;
+  flight->batch = batch;
   if (m.params.is_object() && m.params.contains("_meta") && m.params["_meta"].is_object())
     flight->progress_token = m.params["_meta"].value("progressToken", Json());
   std::lock_guard lock(mutex_);
@@ -175,35 +265,6 @@ void Server::dispatch(Message m) {
   });
 }
 
-Json Server::handle_quick(const Message& m) {
-  if (m.method == "initialize") {
-    if (!m.params.is_object())
-      return error_response(m.id, code::invalid_params, "initialize takes an object");
-    {
-      std::lock_guard lock(mutex_);
-      client_capabilities_ = m.params.value("capabilities", Json::object());
-      if (!client_capabilities_.is_object()) client_capabilities_ = Json::object();
-    }
-    return response(
-        m.id, {{"protocolVersion", negotiate_version(m.params.value("protocolVersion", Json()))},
-               {"capabilities", {{"tools", {{"listChanged", false}}}}},
-               {"serverInfo", {{"name", "chock"}, {"title", "Chock"}, {"version", CHOCK_VERSION_STRING}}},
-               {"instructions",
-                "Every tool runs in a sandbox, in a throwaway copy of the project (a session). "
-                "Commit work with git in run_command; apply brings commits to the real project."}});
-  }
-  if (m.method == "ping") return response(m.id, Json::object());
-  if (m.method == "tools/list") {
-    auto table = policy_table();
-    if (!table) return error_response(m.id, code::internal_error, table.error().message());
-    Json tools = Json::array();
-    for (const auto& t : tool_definitions())
-      if (table->decide(tool_action(t["name"])).decision != policy::Decision::deny) tools.push_back(t);
-    return response(m.id, {{"tools", tools}});
-  }
-  return error_response(m.id, code::method_not_found, "no such method: " + m.method);
-}
-
 std::optional<Json> Server::refuse_call(const Message& m) {
   if (!m.params.is_object() || !m.params.value("name", Json()).is_string())
     return error_response(m.id, code::invalid_params, "tools/call takes {name, arguments}");
@@ -211,28 +272,37 @@ std::optional<Json> Server::refuse_call(const Message& m) {
   const Json args = m.params.value("arguments", Json::object());
   if (!args.is_null() && !args.is_object())
     return error_response(m.id, code::invalid_params, "arguments is an object");
-  bool known = false;
-  for (const auto& t : tool_definitions()) known = known || t["name"] == name;
-  if (!known) return error_response(m.id, code::invalid_params, "no such tool: " + name);
+  Json definition;
+  for (const auto& t : tool_definitions())
+    if (t["name"] == name) definition = t;
+  if (definition.is_null()) return error_response(m.id, code::invalid_params, "no such tool: " + name);
   auto table = policy_table();
   if (!table) return error_response(m.id, code::internal_error, table.error().message());
   if (const policy::Answer a = table->decide(tool_action(name)); a.decision == policy::Decision::deny)
     return error_response(m.id, code::invalid_params,
                           "the tool " + name + " is denied by the policy (" + tool_action(name) + " = deny" +
                               (a.deciding_rule ? " at " + a.deciding_rule->origin : std::string()) + ")");
+  // The arguments as the published inputSchema says: a tool error naming the
+  // field, so that a model can correct its call.
+  if (auto bad = schema::check(definition["inputSchema"], args.is_null() ? Json::object() : args))
+    return response(
+        m.id, {{"content",
+                Json::array({{{"type", "text"},
+                              {"text", name + ": " + *bad + " (as its inputSchema in tools/list says)"}}})},
+               {"isError", true}});
   return std::nullopt;
 }
 
 void Server::serve_call(const std::shared_ptr<Flight>& flight, Message m) {
   Json args = m.params.value("arguments", Json::object());
   if (args.is_null()) args = Json::object();
-  const Json answer = response(m.id, call_tool(m.params["name"], args, *flight));
+  Json result = response(m.id, call_tool(m.params["name"], args, *flight));
   {
     std::lock_guard lock(mutex_);
     flights_.erase(m.id.dump());
   }
   // A request the client cancelled is never answered (it has stopped waiting).
-  if (!flight->cancelled.load()) send(answer);
+  answer(flight->batch, flight->cancelled.load() ? std::nullopt : std::optional<Json>(std::move(result)));
 }
 
 void Server::progress_loop() {
@@ -260,26 +330,45 @@ void Server::progress_loop() {
 }
 
 void Server::end_everything() {
+  // Questions to a client that is gone are never answered.
+  std::map<std::string, Answered> asked;
+  {
+    std::lock_guard lock(mutex_);
+    ending_ = true;
+    asked.swap(asked_);
+  }
+  for (auto& [id, then] : asked) then(std::nullopt);
   std::lock_guard lock(mutex_);
   ending_ = true;
   next_.reset();  // its first process hears there is no call, and ends
   for (auto& [id, f] : flights_) f->cancel(false);
-  // Questions to a client that is gone are never answered.
-  for (auto& [id, p] : asked_) p.set_value(std::nullopt);
-  asked_.clear();
   changed_.notify_all();
 }
 
-std::optional<Json> Server::ask_client(const std::string& method, Json params) {
-  std::future<std::optional<Json>> answer;
+void Server::ask_client_then(const std::string& method, Json params, Answered then) {
   std::string id;
+  std::optional<Answered> unasked;  // a client that is gone is never asked
   {
     std::lock_guard lock(mutex_);
-    if (ending_) return std::nullopt;
-    id = "chock-" + std::to_string(++asked_count_);
-    answer = asked_[Json(id).dump()].get_future();
+    if (ending_) {
+      unasked = std::move(then);
+    } else {
+      id = "chock-" + std::to_string(++asked_count_);
+      asked_[Json(id).dump()] = std::move(then);
+    }
+  }
+  if (unasked) {
+    (*unasked)(std::nullopt);
+    return;
   }
   send(request(id, method, std::move(params)));
+}
+
+std::optional<Json> Server::ask_client(const std::string& method, Json params) {
+  auto answered = std::make_shared<std::promise<std::optional<Json>>>();
+  auto answer = answered->get_future();
+  ask_client_then(method, std::move(params),
+                  [answered](const std::optional<Json>& a) { answered->set_value(a); });
   return answer.get();
 }
 
@@ -289,8 +378,16 @@ int serve(const ServerOptions& options, int in, int out) {
   // reads it, and the process is about to end.
   auto* s = new Server(options, in, out);
   const int status = s->run();
+  const bool failed = s->failed();
   if (status == 0) delete s;
-  return 0;
+  return failed ? 2 : 0;
+}
+
+int serve_failure(const std::string& reason, int in, int out) {
+  ServerOptions o;
+  o.failure = reason;
+  serve(o, in, out);
+  return 125;
 }
 
 }  // namespace chock::mcp

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <list>
 #include <map>
@@ -36,11 +37,22 @@ struct Capture {
   [[nodiscard]] std::uint64_t cut() const { return total - head.size(); }
 };
 
+// The answers of one batch (protocol version 2025-03-26), sent as one JSON
+// array once each of its requests is answered; a request the client
+// cancelled has no answer, and an array with none is not sent.
+// NOLINTNEXTLINE(bugprone-exception-escape): its Json allocates
+struct Batch {
+  std::mutex mutex;
+  std::size_t waiting = 0;
+  Json answers = Json::array();
+};
+
 // One tools/call while it is served.
 // NOLINTNEXTLINE(bugprone-exception-escape): its Json, as every Message's, allocates
 struct Flight {
   Json id;
   Json progress_token;                 // null: the client asked for no progress
+  std::shared_ptr<Batch> batch;        // the batch it came in, if any
   std::atomic<bool> cancelled{false};  // by the client: its answer is never sent
   std::mutex mutex;                    // guards what follows
   session::Call* call = nullptr;       // while a sandboxed call of it runs
@@ -51,10 +63,18 @@ struct Flight {
   void cancel(bool by_client);
 };
 
+// Why `project`'s configuration layers cannot be read, or "".
+[[nodiscard]] std::string project_failure(const ServerOptions& o, const std::string& project);
+
 class Server {
  public:
   Server(const ServerOptions& o, int in, int out);
   int run();
+  // It could never serve (its failure at start was never set right).
+  [[nodiscard]] bool failed() const {
+    std::lock_guard lock(mutex_);
+    return !failure_.empty();
+  }
 
   // ---- for the tools (tools.cpp) ----
   void send(const Json& message);
@@ -71,19 +91,45 @@ class Server {
   Expected<Ran> run_in_session(session::Request request, Flight& flight, std::size_t cap);
   // Asks the client (elicitation); nullopt when it cannot or did not answer.
   std::optional<Json> ask_client(const std::string& method, Json params);
+  // Chock's own line, also to the client as notifications/message (the
+  // logging capability) when its level is at or above the client's.
+  void log(const std::string& line);
+  // The project served (from the options, or the client's first root).
+  [[nodiscard]] std::string project() const;
   [[nodiscard]] bool client_can(const std::string& capability) const;
   [[nodiscard]] Expected<policy::Table> policy_table() const;
   [[nodiscard]] const ServerOptions& options() const { return o_; }
 
  private:
+  using Answered = std::function<void(std::optional<Json>)>;
   void take_line(const LineReader::Line& line);
+  // A request's answer: sent, or kept for its batch's array.
+  void answer(const std::shared_ptr<Batch>& batch, std::optional<Json> message);
+  void answer_in(const std::shared_ptr<Batch>& batch, Json message);  // an answer that is not awaited
+  void take_batch(Parsed p);
+  // Sends a request to the client; `then` gets its result (nullopt: an error,
+  // or no answer ever), on the reader's thread.
+  void ask_client_then(const std::string& method, Json params, Answered then);
   // A sandbox begun for the next call (session::prepare), by the reader's
   // thread only; taken by the call that comes, begun anew once it ends.
   void prepare_next();
   [[nodiscard]] std::optional<Begun> take_prepared();
   void call_ended();
-  void dispatch(Message m);
+  void dispatch(Message m, const std::shared_ptr<Batch>& batch = nullptr);
+  // The lifecycle (lifecycle.cpp): the error of a request that may not come
+  // now (before initialize, a second initialize, a start that failed).
+  std::optional<Json> out_of_turn(const Message& m);
   Json handle_quick(const Message& m);
+  Json initialize(const Message& m);
+  // notifications/initialized: the client's roots are asked for, if they choose the project.
+  void initialized();
+  void take_roots(const std::optional<Json>& answer);
+  // The project is known for good (`said`: how it was chosen): what waited
+  // for it is served.
+  void settle(std::string project, std::string failure, const std::string& said = "");
+  // The failure, once, on stderr.
+  void say_failure();
+  [[nodiscard]] bool waiting_for_roots() const;
   // The error answer of a tools/call that cannot be served, checked before
   // it runs (so that it is answered in order); nullopt when it can.
   std::optional<Json> refuse_call(const Message& m);
@@ -100,6 +146,8 @@ class Server {
   Json write_memory(const Json& args);
   Json fetch_url(const Json& args);
   Json apply(const Json& args);
+  // Chock's own lines of a command's stderr, each also logged to the client.
+  std::vector<std::string> said(const Captured& err);
   [[nodiscard]] std::vector<std::string> layer_args() const;
   [[nodiscard]] std::vector<std::string> place() const;
   [[nodiscard]] Expected<SelfResult> command(std::vector<std::string> args,
@@ -118,10 +166,21 @@ class Server {
   Json client_capabilities_ = Json::object();
   std::map<std::string, std::shared_ptr<Flight>> flights_;  // by the id, dumped
   std::list<std::thread> workers_;
-  std::map<std::string, std::promise<std::optional<Json>>> asked_;
+  std::map<std::string, Answered> asked_;
   long asked_count_ = 0;
   bool ending_ = false;
   std::optional<Begun> next_;
+  // The lifecycle.
+  bool initialize_answered_ = false;
+  std::string version_;    // negotiated
+  int log_threshold_ = 1;  // "info": Chock's lines unless the client sets another level
+  std::string project_;
+  std::string failure_;         // why nothing but initialize and ping can be served
+  bool roots_pending_ = false;  // the project waits for the client's roots
+  bool roots_asked_ = false;
+  bool settled_ = false;  // the project is known for good (not waiting for initialize or roots)
+  bool failure_said_ = false;
+  std::vector<std::pair<Message, std::shared_ptr<Batch>>> held_;  // requests that wait for the project
 };
 
 }  // namespace chock::mcp

@@ -66,7 +66,7 @@ std::string last_line_of(std::string_view bytes) {
 }  // namespace
 
 Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& flight, std::size_t cap) {
-  request.project = o_.project;
+  request.project = project();
   request.org_bundle = o_.layers.org_bundle;
   request.policy_rules = o_.layers.policy_rules;
   {
@@ -86,8 +86,11 @@ Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& f
   std::mutex captured;
   session::Hooks hooks;
   hooks.say = [&](const std::string& line) {
-    std::lock_guard g(captured);
-    ran->lines.push_back(line);
+    {
+      std::lock_guard g(captured);
+      ran->lines.push_back(line);
+    }
+    log(line);
   };
   hooks.output = [&](int stream, std::string_view bytes) {
     {
@@ -145,31 +148,18 @@ Json Server::call_tool(const std::string& name, const Json& args, Flight& flight
   return file_call(name, args, flight);
 }
 
+// The arguments of each tool were checked against its inputSchema (schema.hpp) before it runs.
 Json Server::run_command(const Json& args, Flight& flight) {
-  const auto argv_at = args.find("argv");
-  if (argv_at == args.end() || !argv_at->is_array() || argv_at->empty())
-    return tool_error("argv is a non-empty array of strings");
   session::Request r;
-  for (const auto& a : *argv_at) {
-    if (!a.is_string()) return tool_error("argv is a non-empty array of strings");
-    r.argv.push_back(a);
-  }
-  if (const auto cwd = args.find("cwd"); cwd != args.end()) {
-    if (!cwd->is_string()) return tool_error("cwd is a string");
-    r.cwd = cwd->get<std::string>();
-  }
+  for (const auto& a : args["argv"]) r.argv.push_back(a);
+  r.cwd = args.value("cwd", std::string());
   if (const auto t = args.find("timeout_s"); t != args.end()) {
-    if (!t->is_number() || t->get<double>() <= 0) return tool_error("timeout_s is a positive number");
-    r.timeout = std::chrono::milliseconds(static_cast<long long>(t->get<double>() * 1000));
+    // At most a year: past that a deadline is none, and the milliseconds would overflow.
+    const double seconds = std::min(t->get<double>(), 365.0 * 24 * 3600);
+    r.timeout = std::chrono::milliseconds(std::max(1LL, static_cast<long long>(seconds * 1000)));
   }
   r.background = args.value("background", false);
-  if (const auto p = args.find("publish"); p != args.end()) {
-    if (!p->is_array()) return tool_error("publish is an array of \"[HOST_PORT:]CALL_PORT\" strings");
-    for (const auto& spec : *p) {
-      if (!spec.is_string()) return tool_error("publish is an array of \"[HOST_PORT:]CALL_PORT\" strings");
-      r.publish.push_back(spec.get<std::string>());
-    }
-  }
+  for (const auto& spec : args.value("publish", Json::array())) r.publish.push_back(spec.get<std::string>());
   auto ran = run_in_session(std::move(r), flight, kOutputCap);
   if (!ran) return tool_error(ran.error().message());
   const session::Outcome& o = ran->outcome;
@@ -200,7 +190,6 @@ Json Server::run_command(const Json& args, Flight& flight) {
 }
 
 Json Server::task_output(const Json& args) {
-  if (!args.value("id", Json()).is_string()) return tool_error("id is a string");
   auto t = session::find_task(args["id"].get<std::string>());
   if (!t) return tool_error(t.error().message());
   if (t->state.value("state", "") == "running" && !session::task_running(*t))
@@ -314,23 +303,28 @@ std::vector<std::string> Server::layer_args() const {
 // Where a command that needs no workspace runs: the session, else the project.
 std::vector<std::string> Server::place() const {
   if (const std::string id = session(); !id.empty()) return {"--session", id};
-  return {"--project", o_.project};
+  return {"--project", project()};
 }
 
 Expected<SelfResult> Server::command(std::vector<std::string> args, const std::string& input) const {
   SelfCall c;
   c.chock = o_.chock;
-  c.cwd = o_.project;
+  c.cwd = project();
   c.args = std::move(args);
   c.input = input;
   c.cap = kFileAnswerCap;
   return call_self(c);
 }
 
+std::vector<std::string> Server::said(const Captured& err) {
+  std::vector<std::string> lines = chock_lines(err);
+  for (const auto& line : lines) log(line);
+  return lines;
+}
+
 Json Server::read_memory(const Json& args) {
   std::vector<std::string> a{"memory"};
   if (args.contains("name")) {
-    if (!args["name"].is_string()) return tool_error("name is a string");
     a.insert(a.end(), {"read", args["name"].get<std::string>()});
   } else {
     a.push_back("list");
@@ -338,14 +332,12 @@ Json Server::read_memory(const Json& args) {
   for (const auto& p : place()) a.push_back(p);
   auto r = command(a);
   if (!r) return tool_error(r.error().message());
-  std::string shown = joined(chock_lines(r->err)) + r->out.head;
+  std::string shown = joined(said(r->err)) + r->out.head;
   if (shown.empty()) shown = "the knowledgebase has no notes";
   return tool_result(Json::array({text(shown)}), r->exit_status != 0);
 }
 
 Json Server::write_memory(const Json& args) {
-  for (const char* k : {"name", "kind", "description", "body"})
-    if (!args.value(k, Json()).is_string()) return tool_error(std::string(k) + " is a string");
   std::vector<std::string> a{"memory",
                              "write",
                              args["name"].get<std::string>(),
@@ -357,22 +349,19 @@ Json Server::write_memory(const Json& args) {
   for (const auto& l : layer_args()) a.push_back(l);
   auto r = command(a, args["body"].get<std::string>());
   if (!r) return tool_error(r.error().message());
-  return tool_result(Json::array({text(joined(chock_lines(r->err)) + r->out.head)}), r->exit_status != 0);
+  return tool_result(Json::array({text(joined(said(r->err)) + r->out.head)}), r->exit_status != 0);
 }
 
 Json Server::fetch_url(const Json& args) {
-  if (!args.value("url", Json()).is_string()) return tool_error("url is a string");
   std::vector<std::string> a{"fetch", args["url"].get<std::string>(), "--text"};
   if (args.contains("max_bytes")) {
-    if (!args["max_bytes"].is_number_integer() || args["max_bytes"].get<long long>() < 1)
-      return tool_error("max_bytes is a positive integer");
     a.insert(a.end(), {"--max-bytes", std::to_string(args["max_bytes"].get<long long>())});
   }
   for (const auto& p : place()) a.push_back(p);
   for (const auto& l : layer_args()) a.push_back(l);
   auto r = command(a);
   if (!r) return tool_error(r.error().message());
-  const std::vector<std::string> lines = chock_lines(r->err);
+  const std::vector<std::string> lines = said(r->err);
   Json content = Json::array({text(with_cut(r->out.head, r->out.cut()))});
   if (!lines.empty()) content.push_back(text("Chock:\n" + joined(lines)));
   return tool_result(content, r->exit_status != 0);
@@ -381,11 +370,7 @@ Json Server::fetch_url(const Json& args) {
 Json Server::apply(const Json& args) {
   const std::string id = session();
   if (id.empty()) return tool_error("no session yet: nothing to apply");
-  std::string mode = "merge";
-  if (args.contains("mode")) {
-    if (!args["mode"].is_string()) return tool_error("mode is merge, rebase or squash");
-    mode = args["mode"];
-  }
+  const std::string mode = args.value("mode", std::string("merge"));
   auto table = policy_table();
   if (!table) return tool_error(table.error().message());
   const policy::Answer a = table->decide(policy::kWorkspaceApply);
@@ -414,7 +399,7 @@ Json Server::apply(const Json& args) {
   }
   auto r = command(cmd);
   if (!r) return tool_error(r.error().message());
-  return tool_result(Json::array({text(joined(chock_lines(r->err)) + r->out.head)}), r->exit_status != 0);
+  return tool_result(Json::array({text(joined(said(r->err)) + r->out.head)}), r->exit_status != 0);
 }
 
 }  // namespace chock::mcp

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "chock/session.hpp"
+#include "mcp/server.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
@@ -98,10 +99,7 @@ int wrap(const WrapOptions& o) {
   config::LayerOptions lo = o.layers;
   lo.project_dir = o.project;
   auto layers = config::load_layers(lo);
-  if (!layers) {
-    std::fprintf(stderr, "chock: mcp wrap: %s\n", layers.error().message().c_str());
-    return 125;
-  }
+  if (!layers) return serve_failure(layers.error().message(), STDIN_FILENO, STDOUT_FILENO);
   const std::string network_action = policy::mcp_network(o.name);
   const policy::Answer net = layers->table.decide(network_action);
   const bool filtered = net.decision == policy::Decision::allow;
@@ -163,6 +161,7 @@ int wrap(const WrapOptions& o) {
         continue;
       }
       Parsed p = parse_line(line->text);
+      if (p.batch) p.reply = error_response(nullptr, code::invalid_request, "a batch (JSON array)");
       if (!p.message) {
         if (p.reply) {
           // Why, as the line's own error answer says ("JSON nested deeper than 64 levels").
@@ -208,6 +207,10 @@ int wrap(const WrapOptions& o) {
       continue;
     }
     Parsed p = parse_line(line->text);
+    // The relay reads every message to filter it, one a line: a batch is not relayed.
+    if (p.batch)
+      to_client(serialize(error_response(nullptr, code::invalid_request,
+                                         "a batch (JSON array) is not relayed: one message a line")));
     if (p.reply) to_client(serialize(*p.reply));
     if (!p.message) continue;
     std::optional<Json> refusal;

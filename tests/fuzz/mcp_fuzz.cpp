@@ -5,7 +5,9 @@
 // JSON-RPC error, or a message whose serialized form does not parse back.
 // The same bytes are also met nested in a request's params up to ~200,000
 // levels deep (far past kMaxJsonDepth) or around the limit: a line deeper than the limit must
-// be answered with an error and never become a message.
+// be answered with an error and never become a message. A batch's values
+// are each held to the same; a tools/call's arguments are checked against
+// every published inputSchema (mcp/schema.hpp), whose refusal is one line.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,13 +18,28 @@
 #include <string_view>
 
 #include "mcp/jsonrpc.hpp"
+#include "mcp/schema.hpp"
+#include "mcp/server.hpp"
 #include "util/json.hpp"
 
 namespace {
 
-void check_line(std::string_view line) {
+void check_arguments(const chock::mcp::Json& params) {
   using namespace chock::mcp;
-  Parsed p = parse_line(line);
+  static const Json tools = tool_definitions();
+  if (!params.is_object() || !params.contains("arguments")) return;
+  for (const auto& t : tools)
+    if (auto refused = schema::check(t["inputSchema"], params["arguments"]))
+      if (refused->find('\n') != std::string::npos || refused->size() > 4096) std::abort();
+}
+
+void check_parsed(const chock::mcp::Parsed& p, bool in_batch) {
+  using namespace chock::mcp;
+  if (p.batch) {
+    if (in_batch || p.message || p.reply || p.items.empty()) std::abort();
+    for (const auto& item : p.items) check_parsed(item, true);
+    return;
+  }
   if (p.message && p.reply) std::abort();
   if (p.reply) {
     const std::string out = serialize(*p.reply);
@@ -44,7 +61,12 @@ void check_line(std::string_view line) {
       std::abort();
     (void)negotiate_version(p.message->params.is_object() ? p.message->params.value("protocolVersion", Json())
                                                           : Json());
+    if (p.message->method == "tools/call") check_arguments(p.message->params);
   }
+}
+
+void check_line(std::string_view line) {
+  check_parsed(chock::mcp::parse_line(line), false);
 }
 
 // The third byte chooses an opener (bit 0: an object, else an array) and a

@@ -345,6 +345,9 @@ TEST(McpServer, MalformedInputGetsAnErrorAndTheServerKeepsServing) {
   Fixture f;
   f.init_git();
   std::string input;
+  input +=
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}})"
+      "\n";
   input += "this is not json\n";
   input += R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])"
            "\n";
@@ -355,23 +358,29 @@ TEST(McpServer, MalformedInputGetsAnErrorAndTheServerKeepsServing) {
            "\n";
   input += R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":"x"}})"
            "\n";
-  input +=
-      R"({"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{}}})"
-      "\n";
-  input +=
-      R"({"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{}}})"
-      "\n";
   input += R"({"jsonrpc":"2.0","id":7,"method":"ping"})"
            "\n";
   auto lines = raw_mcp(f, input);
-  ASSERT_EQ(lines.size(), 9U);
+  ASSERT_EQ(lines.size(), 8U);
+  EXPECT_EQ(lines[0]["result"]["protocolVersion"], "2025-06-18");
   const int codes[] = {-32700, -32600, -32600, -32601, -32602, -32602};
-  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(lines[i]["error"]["code"], codes[i]) << lines[i].dump();
-  EXPECT_EQ(lines[3]["id"], 2);
-  EXPECT_EQ(lines[6]["result"]["protocolVersion"], "2025-03-26");
-  EXPECT_EQ(lines[7]["result"]["protocolVersion"], "2025-11-25");
-  EXPECT_EQ(lines[8]["id"], 7);
-  EXPECT_TRUE(lines[8]["result"].is_object());
+  for (std::size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(lines[i + 1]["error"]["code"], codes[i]) << lines[i + 1].dump();
+  EXPECT_EQ(lines[4]["id"], 2);
+  EXPECT_EQ(lines[7]["id"], 7);
+  EXPECT_TRUE(lines[7]["result"].is_object());
+}
+
+// A version Chock does not speak is answered with its newest (the client then decides).
+TEST(McpServer, AnUnknownVersionIsAnsweredWithTheNewest) {
+  Fixture f;
+  f.init_git();
+  auto lines = raw_mcp(
+      f,
+      R"({"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{}}})"
+      "\n");
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0]["result"]["protocolVersion"], "2025-11-25");
 }
 
 // One line nested 150,000 deep (300 KB, far under the 8 MiB cap): a copy

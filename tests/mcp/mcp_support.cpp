@@ -94,6 +94,55 @@ std::vector<Json> raw_mcp(const Fixture& f, const std::string& input) {
   return lines;
 }
 
+Raw raw_client(const Fixture& f, const std::vector<std::string>& args, const std::vector<std::string>& lines,
+               int answers, const std::string& cwd) {
+  Json a = Json::array();
+  for (const auto& x : args) a.push_back(x);
+  Json l = Json::array();
+  for (const auto& x : lines) l.push_back(x);
+  const Json plan{{"command", chock_binary()},
+                  {"args", a},
+                  {"cwd", cwd.empty() ? f.project() : cwd},
+                  {"lines", l},
+                  {"answers", answers},
+                  {"timeout_ms", 120000}};
+  TempDir dir("chock-mcp-raw");
+  write_file(dir / "plan.json", plan.dump());
+  Raw r;
+  r.process = run_process({"node", clients_dir() + "/raw_client.mjs", dir / "plan.json"}, fixture_env(f));
+  const Json out = Json::parse(r.process.out, nullptr, false);
+  if (!out.is_object()) return r;
+  for (const auto& line : out["lines"]) {
+    const bool notification = line.is_object() && line.contains("method") && !line.contains("id");
+    (notification ? r.notifications : r.lines).push_back(line);
+  }
+  r.stderr_text = out.value("stderr", "");
+  r.status = out["status"];
+  r.timed_out = out.value("timed_out", false);
+  return r;
+}
+
+std::string initialize_line(int id, const std::string& version, const Json& capabilities) {
+  return Json{{"jsonrpc", "2.0"},
+              {"id", id},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", version},
+                {"capabilities", capabilities},
+                {"clientInfo", {{"name", "chock-test-raw"}, {"version", "1"}}}}}}
+      .dump();
+}
+
+Json answer_to(const std::vector<Json>& lines, const Json& id) {
+  for (const auto& line : lines) {
+    if (line.is_object() && line.contains("id") && line["id"] == id && !line.contains("method")) return line;
+    if (line.is_array())
+      for (const auto& item : line)
+        if (item.is_object() && item.contains("id") && item["id"] == id) return item;
+  }
+  return nullptr;
+}
+
 void bind_clients(const Fixture& f) {
   ::mkdir((f.config() + "/chock").c_str(), 0700);
   write_file(f.config() + "/chock/config.zon",

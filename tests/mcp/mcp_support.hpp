@@ -38,6 +38,23 @@ std::string text_of(const Json& result);
 Json call(const std::string& name, const Json& arguments = Json::object());
 // The raw lines `chock mcp` answers `input` with.
 std::vector<Json> raw_mcp(const Fixture& f, const std::string& input);
+// clients/raw_client.mjs: `chock ARGS...` (in `cwd`, default the project) is
+// sent `lines` as they are; its lines (parsed), stderr and exit status once
+// `answers` lines that are not notifications came and its input was closed.
+struct Raw {
+  std::vector<Json> lines;  // what is not a notification, in order
+  std::vector<Json> notifications;
+  std::string stderr_text;
+  Json status;
+  bool timed_out = false;
+  Output process;  // the client's own run, for describe()
+};
+Raw raw_client(const Fixture& f, const std::vector<std::string>& args, const std::vector<std::string>& lines,
+               int answers, const std::string& cwd = "");
+// {"jsonrpc":"2.0","id":ID,"method":"initialize",...} at `version`, as a line.
+std::string initialize_line(int id, const std::string& version, const Json& capabilities = Json::object());
+// The answer with this id among `lines` (a batch's answers looked into too), or null.
+Json answer_to(const std::vector<Json>& lines, const Json& id);
 // The operator file binds the clients' node_modules into calls (read-only, at its own path).
 void bind_clients(const Fixture& f);
 

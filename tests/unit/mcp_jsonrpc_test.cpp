@@ -34,8 +34,12 @@ TEST(McpJsonRpc, RequestsNotificationsAndResponsesAreTold) {
 
 TEST(McpJsonRpc, MalformedLinesGetTheirErrorAndKeepTheRequestsId) {
   EXPECT_EQ(error_code_of(parse_line("not json")), code::parse_error);
-  EXPECT_EQ(error_code_of(parse_line(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])")),
-            code::invalid_request);
+  EXPECT_EQ(error_code_of(parse_line("[]")), code::invalid_request);
+  // MCP never lets a request's id be null (JSON-RPC would make it a notification).
+  Parsed null_id = parse_line(R"({"jsonrpc":"2.0","id":null,"method":"ping"})");
+  EXPECT_FALSE(null_id.message);
+  EXPECT_EQ(error_code_of(null_id), code::invalid_request);
+  EXPECT_TRUE((*null_id.reply)["id"].is_null());
   EXPECT_EQ(error_code_of(parse_line("42")), code::invalid_request);
   EXPECT_EQ(error_code_of(parse_line(R"({"jsonrpc":"1.0","id":1,"method":"ping"})")), code::invalid_request);
   EXPECT_EQ(error_code_of(parse_line(R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})")),
@@ -47,6 +51,18 @@ TEST(McpJsonRpc, MalformedLinesGetTheirErrorAndKeepTheRequestsId) {
   Parsed quiet = parse_line(R"({"jsonrpc":"2.0","method":"x","params":"s"})");
   EXPECT_FALSE(quiet.message);
   EXPECT_FALSE(quiet.reply);
+}
+
+TEST(McpJsonRpc, ABatchIsEachOfItsValuesReadAsALine) {
+  Parsed b = parse_line(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"},7,[1]])");
+  ASSERT_TRUE(b.batch);
+  EXPECT_FALSE(b.message);
+  EXPECT_FALSE(b.reply);
+  ASSERT_EQ(b.items.size(), 4U);
+  EXPECT_EQ(b.items[0].message->kind, Message::Kind::request);
+  EXPECT_EQ(b.items[1].message->kind, Message::Kind::notification);
+  EXPECT_EQ(error_code_of(b.items[2]), code::invalid_request);
+  EXPECT_EQ(error_code_of(b.items[3]), code::invalid_request);  // no batch in a batch
 }
 
 TEST(McpJsonRpc, AMessageIsOneLineWhateverItsStringsHold) {

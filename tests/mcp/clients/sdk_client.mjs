@@ -2,6 +2,7 @@
 // driven by a plan: node sdk_client.mjs PLAN.json
 //   {"command": "...", "args": [...], "cwd": "...",
 //    "elicit": "accept" | "decline" (answers elicitation; absent: not declared),
+//    "roots": [{"uri", "name"}...] (declares roots and answers roots/list with these),
 //    "steps": [STEP...],
 //    "hold": true (after the steps, print the server's pid and wait to be killed)}
 // A STEP:
@@ -13,19 +14,44 @@
 //   {"processes": MARKER}                how many processes' command lines hold MARKER (/proc)
 //   {"sleep_ms": N}
 //   {"close_during": STEP, "after_ms": N}  STEP started, the client closed N ms later
+//   {"set_level": LEVEL}                 logging/setLevel
+//   {"logs": true}                       the notifications/message received so far (and forgets them)
+//   {"schemas": true}                    every tool's inputSchema and outputSchema compiled by Ajv
+//                                        in JSON Schema 2020-12 mode, strict: {"schema_errors": [...]}
+// A tools/call STEP with "validate": true also checks its structuredContent against the tool's
+// outputSchema (from the last list) with that Ajv: "validation": {"valid", "errors", "has_schema",
+// "tampered_valid"} (the same content with one key added, which the schema must refuse).
 // One JSON line per step on stdout: {"tools": [names]}, {"result": ...}, {"error": {"code", "message"}},
-// {"aborted": true}, {"pong": true}, {"concurrent": [...]}, {"processes": n}, {"closed": {...}};
+// {"aborted": true}, {"pong": true}, {"concurrent": [...]}, {"processes": n}, {"closed": {...}},
+// {"level_set": LEVEL}, {"logs": [params...]};
 // steps of a concurrent group carry "ms" (their own time) and "done_ms" (since the group began),
 // a call with "progress" carries "progress" (notifications seen). At the end (unless "hold"):
 // {"unknown_responses": n} (answers for requests the client no longer waits for).
 import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+
+// The SDK's own Ajv (8), in its JSON Schema 2020-12 mode: MCP's default dialect.
+const sdkRequire = createRequire(fileURLToPath(import.meta.resolve("@modelcontextprotocol/sdk/client/index.js")));
+const Ajv2020 = sdkRequire("ajv/dist/2020").default;
+const ajv = new Ajv2020({ strict: true, allErrors: true });
 
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const capabilities = plan.elicit ? { elicitation: {} } : {};
+const capabilities = {};
+if (plan.elicit) capabilities.elicitation = {};
+if (plan.roots) capabilities.roots = { listChanged: false };
 const client = new Client({ name: "chock-test-sdk-client", version: "1.0.0" }, { capabilities });
+if (plan.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: plan.roots }));
+let logs = [];
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
+let definitions = [];
 if (plan.elicit) {
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     console.error(`elicitation: ${request.params.message}`);
@@ -60,10 +86,21 @@ function processesWith(marker) {
   return n;
 }
 
+function validate(name, result) {
+  const schema = definitions.find((t) => t.name === name)?.outputSchema;
+  if (!schema) return { has_schema: false };
+  const check = ajv.compile(schema);
+  const valid = check(result.structuredContent);
+  const errors = check.errors ?? [];
+  const tampered = check({ ...result.structuredContent, chock_tampered: 1 });
+  return { has_schema: true, valid, errors, tampered_valid: tampered };
+}
+
 async function run(step) {
   try {
     if (step.list) {
       const { tools } = await client.listTools();
+      definitions = tools;
       return { tools: tools.map((t) => t.name), definitions: tools };
     }
     if (step.ping) {
@@ -71,6 +108,27 @@ async function run(step) {
       return { pong: true };
     }
     if (step.processes !== undefined) return { processes: processesWith(step.processes) };
+    if (step.set_level !== undefined) {
+      await client.setLoggingLevel(step.set_level);
+      return { level_set: step.set_level };
+    }
+    if (step.logs) {
+      const seen = logs;
+      logs = [];
+      return { logs: seen };
+    }
+    if (step.schemas) {
+      const errors = [];
+      for (const t of definitions)
+        for (const key of ["inputSchema", "outputSchema"])
+          if (t[key])
+            try {
+              ajv.compile(t[key]);
+            } catch (e) {
+              errors.push(`${t.name}.${key}: ${e.message}`);
+            }
+      return { schema_errors: errors, tools: definitions.length };
+    }
     if (step.sleep_ms !== undefined) {
       await sleep(step.sleep_ms);
       return { slept: step.sleep_ms };
@@ -106,7 +164,9 @@ async function run(step) {
       options.signal = controller.signal;
     }
     const result = await client.callTool({ name: step.call, arguments: step.arguments ?? {} }, undefined, options);
-    return step.progress ? { result, progress } : { result };
+    const answer = step.progress ? { result, progress } : { result };
+    if (step.validate) answer.validation = validate(step.call, result);
+    return answer;
   } catch (e) {
     if (step.abort_after_ms !== undefined && (e?.name === "AbortError" || String(e).includes("abort")))
       return { aborted: true };
