@@ -222,7 +222,7 @@ TEST(CallDirs, TheDataDirectoryAndTheCredentialStoreAreInNoMount) {
   EXPECT_GT(mounts, 5) << out.out;
 }
 
-// The README's mount table for a shell call, as the call's own mount table
+// docs/mounts.md's table for a shell call, as the call's own mount table
 // shows it: below /run/chock exactly the git view, the cache and the
 // scratchpad (and with --net filtered, chock-connect), never the memory.
 TEST(CallDirs, AShellCallsMountsBelowRunChockAreTheTablesAndNoMore) {
