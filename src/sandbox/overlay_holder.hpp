@@ -1,9 +1,9 @@
 // A session's overlay kept mounted between its calls.
 //
 // Made for each call and taken down after it, an overlay costs a call about
-// a third of a sandbox more (bench/README.md, "sixth"): overlayfs checks its
-// work directory at every mount, and syncs the upper layer's whole file
-// system when it goes. So after a call that made one, a small process of
+// a third of a sandbox more (measured: bench/README.md, a call in an open
+// session): overlayfs checks its work directory at every mount, and syncs
+// the upper layer's whole file system when it goes. So after a call that made one, a small process of
 // its own (the holder) keeps a detached clone of it, and hands a clone of
 // that to the session's next call, which attaches it where it would have
 // mounted its own. The overlay then goes once, when the holder lets it go:

@@ -262,6 +262,7 @@ TEST(CallDirs, ACredentialNamedForAVariableIsASentinelInFilteredCallsNeverTheSec
 }
 
 // The README's mount table for a shell call, as the call's own mount table
+// docs/mounts.md's table for a shell call, as the call's own mount table
 // shows it: below /run/chock exactly the git view, the cache and the
 // scratchpad (and with --net filtered, chock-connect), never the memory.
 TEST(CallDirs, AShellCallsMountsBelowRunChockAreTheTablesAndNoMore) {

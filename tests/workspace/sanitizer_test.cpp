@@ -71,7 +71,8 @@ class Sanitizers : public ::testing::Test {
     write_file(f.file("Makefile"), kMakefile);
   }
   // `chock run` with the caller's sanitizer options. LeakSanitizer is off:
-  // it stops the world with ptrace, which the filter kills (see README).
+  // it stops the world from a tracer made with clone(CLONE_UNTRACED), which
+  // the sandbox refuses (docs/limits.md).
   Output run(const std::vector<std::string>& command) const {
     std::vector<std::string> args{"run", "--"};
     args.insert(args.end(), command.begin(), command.end());

@@ -80,7 +80,7 @@ TEST(Tasks, CancelEndsTheTasksWholeTreeADaemonIncluded) {
 }
 
 // A task's mounts below /run/chock are a shell call's of a session that has
-// a task (the README's table).
+// a task (docs/mounts.md's table).
 TEST(Tasks, ATasksMountsAreAShellCallsAndASessionKeepsAtMost32) {
   Fixture f;
   f.init_git();
