@@ -10,14 +10,14 @@
 #include <optional>
 
 #include "doctor/probes.hpp"
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 
 namespace chock::doctor {
 
 Scratch::~Scratch() {
-  if (!path_.empty()) (void)workspace::fs::remove_tree(path_);
+  if (!path_.empty()) (void)fs::remove_tree(path_);
 }
 
 Expected<void> Scratch::make(Scratch& scratch, uid_t owner, gid_t group) {

@@ -10,9 +10,9 @@
 
 #include "chock/workspace.hpp"
 #include "log/session_log.hpp"
+#include "util/fs.hpp"
 #include "util/passwd.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::workspace {
 

@@ -27,9 +27,9 @@
 #include <system_error>
 
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/io.hpp"
 #include "workspace/bases.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/index_file.hpp"
 #include "workspace/session_record.hpp"

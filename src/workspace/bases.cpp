@@ -18,8 +18,8 @@
 #include <string_view>
 
 #include "sandbox/seccomp.hpp"
+#include "util/fs.hpp"
 #include "util/sha256.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/progress.hpp"
 #include "workspace/session_record.hpp"

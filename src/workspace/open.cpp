@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/store.hpp"
 
 namespace chock::workspace {

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/fs.hpp"
 #include "util/passwd.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/session_record.hpp"
 
 namespace chock::workspace {

@@ -14,10 +14,10 @@
 #include <utility>
 
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/passwd.hpp"
 #include "workspace/bases.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/index_file.hpp"
 #include "workspace/progress.hpp"

@@ -1,4 +1,4 @@
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include "util/io.hpp"
 #include "util/syscalls.hpp"
 
-namespace chock::workspace::fs {
+namespace chock::fs {
 
 namespace {
 
@@ -483,4 +483,4 @@ std::string base_of(const std::string& rel) {
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
 
-}  // namespace chock::workspace::fs
+}  // namespace chock::fs

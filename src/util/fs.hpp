@@ -1,5 +1,7 @@
-// File-system helpers of the workspace: small, errno-carrying, never
-// following a symbolic link where the sandbox could have planted one.
+// File-system helpers of the host side (the workspace, the network's stored
+// credentials, the toolchain's records, the memory store): small,
+// errno-carrying, never following a symbolic link where the sandbox could
+// have planted one.
 #pragma once
 
 #include <sys/types.h>
@@ -10,7 +12,7 @@
 
 #include "chock/error.hpp"
 
-namespace chock::workspace::fs {
+namespace chock::fs {
 
 Expected<std::string> read_file(const std::string& path);
 // Reads a file that must be a small regular file, refusing a symbolic link.
@@ -101,4 +103,4 @@ std::string join(const std::string& dir, const std::string& name);
 std::string parent_of(const std::string& rel);
 std::string base_of(const std::string& rel);
 
-}  // namespace chock::workspace::fs
+}  // namespace chock::fs
