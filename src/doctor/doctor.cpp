@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <optional>
 
 #include "doctor/probes.hpp"
+#include "util/dirs.hpp"
 #include "util/fs.hpp"
 #include "workspace/build.hpp"
 #include "workspace/git.hpp"
@@ -40,11 +40,6 @@ Expected<std::string> Scratch::subdir(const std::string& name) const {
 }
 
 namespace {
-
-std::string current_dir() {
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
-}
 
 // The project Chock will not work in, with what git itself says of it.
 Row project_row(const workspace::build::Project& p, const std::string& why) {
