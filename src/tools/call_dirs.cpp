@@ -12,7 +12,6 @@
 #include "log/session_log.hpp"
 #include "util/dirs.hpp"
 #include "util/fs.hpp"
-#include "workspace/build.hpp"
 
 namespace chock::workspace {
 
@@ -26,7 +25,7 @@ Expected<void> make_owned(const Session& s, const std::string& path) {
     if (errno == EEXIST) return {};
     return sys_error("mkdir", path);
   }
-  return build::give_to_owner(s, path);
+  return fs::give_to(s.owner, path);
 }
 
 void set_env(std::vector<std::string>& env, const std::string& name, const std::string& value) {

@@ -41,6 +41,11 @@ bool is_dir(const std::string& path);
 
 // Removes a tree without following links, making directories writable first.
 Expected<void> remove_tree(const std::string& path);
+// A root caller's: gives `path` (made by Chock), the link itself if it is
+// one, to `owner` and its group (group_of). Nothing for anyone else, nor
+// for owner 0, nor when it is theirs already (a chown the file system would
+// journal on every call).
+Expected<void> give_to(uid_t owner, const std::string& path);
 // lchown of every entry below and including `path`.
 Expected<void> chown_tree(const std::string& path, uid_t uid, gid_t gid);
 // The disk blocks a tree uses, in bytes (links not followed).

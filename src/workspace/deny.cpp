@@ -14,6 +14,7 @@
 #include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
+#include "util/passwd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/git.hpp"
 

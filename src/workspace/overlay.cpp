@@ -12,6 +12,7 @@
 
 #include "sandbox/mount_tree.hpp"
 #include "util/fs.hpp"
+#include "util/passwd.hpp"
 #include "workspace/build.hpp"
 #include "workspace/progress.hpp"
 
