@@ -1,5 +1,5 @@
 // The git workspace: a linked worktree whose admin and common dirs are
-// private to the session (see the layout in include/chock/workspace.hpp).
+// private to the session (the layout: docs/architecture.md, "The data directory").
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
