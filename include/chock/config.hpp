@@ -94,8 +94,15 @@ namespace net {
 class Judge;
 }
 
-// Resource limits. Unset fields take the floor's defaults (see rlimits.hpp).
+// Resource limits. Unset fields take the defaults below: the floor every
+// call gets, whoever spawns it (chock.zon's ratchet starts from them too).
 struct Limits {
+  static constexpr std::uint64_t kDefaultMemoryBytes = 2ULL << 30;
+  static constexpr std::uint64_t kDefaultProcesses = 256;
+  static constexpr std::uint64_t kDefaultOpenFiles = 1024;
+  static constexpr std::uint64_t kDefaultFileSizeBytes = 1ULL << 30;
+  static constexpr std::uint64_t kDefaultCpuSeconds = 3600;
+
   // The call's memory, all its processes together: a cgroup's memory.max
   // where cgroup v2 memory is delegated, else measured by Chock's keeper.
   std::optional<std::uint64_t> memory_bytes;

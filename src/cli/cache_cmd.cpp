@@ -7,8 +7,8 @@
 #include "chock/workspace.hpp"
 #include "cli/command.hpp"
 #include "sandbox/directory_cap.hpp"
-#include "sandbox/kill_naming.hpp"
 #include "toolchain/nix_shell.hpp"
+#include "util/size.hpp"
 
 namespace chock::cli {
 

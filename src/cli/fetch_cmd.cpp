@@ -22,7 +22,7 @@
 #include "net/credentials.hpp"
 #include "session/net_rules.hpp"
 #include "util/escape.hpp"
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 
 namespace chock::cli {
 
@@ -278,14 +278,14 @@ int fetch(const FetchOptions& o) {
                         {"session", session_id},
                         {"exit", status}};
     if (!failure.empty()) r["error"] = failure;
-    if (auto w = workspace::fs::write_file_atomic(
+    if (auto w = fs::write_file_atomic(
             o.result, r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", 0600);
         !w)
       std::fprintf(stderr, "chock: warning: --result: %s\n", w.error().message().c_str());
   }
   if (fetched) {
     if (!o.output.empty()) {
-      if (auto w = workspace::fs::write_file_atomic(o.output, out, 0644); !w)
+      if (auto w = fs::write_file_atomic(o.output, out, 0644); !w)
         return fail_line(w.error().message(), kExitChockFailed);
     } else {
       std::fwrite(out.data(), 1, out.size(), stdout);

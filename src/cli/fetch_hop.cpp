@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "sandbox/seccomp.hpp"
+#include "sandbox/fetcher_confinement.hpp"
 #include "util/dirs.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
@@ -83,7 +83,7 @@ Expected<HopAnswer> run_hop(const std::string& program, const HopRequest& reques
   posix_spawn_file_actions_adddup2(&actions, body_write.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, meta_write.get(), 3);
   if (secret_read) posix_spawn_file_actions_adddup2(&actions, secret_read.get(), 4);
-  posix_spawn_file_actions_adddup2(&actions, connected.get(), seccomp::kFetcherSocketFd);
+  posix_spawn_file_actions_adddup2(&actions, connected.get(), sandbox::kFetcherSocketFd);
   pid_t pid = -1;
   const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);

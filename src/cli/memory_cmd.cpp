@@ -29,10 +29,10 @@
 #include "util/dirs.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/io.hpp"
 #include "util/json.hpp"
-#include "workspace/build.hpp"
-#include "workspace/fs.hpp"
+#include "util/passwd.hpp"
 
 namespace chock::cli {
 
@@ -61,9 +61,9 @@ Expected<std::string> memory_dir(const std::string& project, uid_t call_uid) {
   auto data = workspace::data_dir();
   if (!data) return data;
   const std::string root = *data + "/memory", dir = root + "/" + log::project_key(project);
-  if (auto r = workspace::fs::make_dirs(root, 0700); !r) return std::move(r).error();
+  if (auto r = fs::make_dirs(root, 0700); !r) return std::move(r).error();
   if (::mkdir(dir.c_str(), 0700) == 0) {
-    if (::geteuid() == 0 && ::lchown(dir.c_str(), call_uid, workspace::build::group_of(call_uid)) != 0)
+    if (::geteuid() == 0 && ::lchown(dir.c_str(), call_uid, group_of(call_uid)) != 0)
       return sys_error("chown", dir);
   } else if (errno != EEXIST) {
     return sys_error("mkdir", dir);

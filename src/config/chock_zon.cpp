@@ -13,6 +13,7 @@
 
 #include "chock/net.hpp"
 #include "devices/identify.hpp"
+#include "util/dirs.hpp"
 #include "util/fd.hpp"
 #include "util/passwd.hpp"
 #include "util/size.hpp"
@@ -567,17 +568,10 @@ Expected<OperatorFile> parse_operator(std::string_view text, const std::string& 
 }
 
 Expected<OperatorFile> read_operator() {
-  // XDG says a relative XDG_CONFIG_HOME is to be ignored.
-  std::string dir;
-  const char* xdg = std::getenv("XDG_CONFIG_HOME");
-  const char* home = std::getenv("HOME");
-  if (xdg != nullptr && xdg[0] == '/')
-    dir = xdg;
-  else if (home != nullptr && home[0] == '/')
-    dir = std::string(home) + "/.config";
-  else
-    return OperatorFile{};
-  const std::string path = dir + "/chock/config.zon";
+  // Nowhere to look (no XDG_CONFIG_HOME, no home): no operator file.
+  auto dir = chock_dir(Xdg::config);
+  if (!dir) return OperatorFile{};
+  const std::string path = *dir + "/config.zon";
   auto text = read_text(path, "read the operator's config.zon", true);
   if (!text) return text.error();
   if (!*text) return OperatorFile{};

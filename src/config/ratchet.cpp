@@ -6,8 +6,6 @@
 #include <cstdio>
 
 #include "config/chock_zon.hpp"
-#include "sandbox/cgroup.hpp"
-#include "sandbox/rlimits.hpp"
 
 namespace chock::config {
 
@@ -141,13 +139,13 @@ std::uint64_t resolve_memory(const LimitValue& value, const Machine& machine) {
 EffectiveLimits ratchet(const LimitsSpec& project, const LimitsSpec& operator_defaults,
                         const LimitsSpec& bundle, const Machine& machine) {
   EffectiveLimits out;
-  out.processes =
-      ratchet_one(Layered{"processes", false, project.processes, operator_defaults.processes,
-                          bundle.processes, rlimits::kDefaultProcesses, rlimits::kDefaultProcesses},
+  out.processes = ratchet_one(Layered{"processes", false, project.processes, operator_defaults.processes,
+                                      bundle.processes, Limits::kDefaultProcesses, Limits::kDefaultProcesses},
+                              machine, out.notices);
+  out.memory_bytes =
+      ratchet_one(Layered{"memory", true, project.memory, operator_defaults.memory, bundle.memory,
+                          Limits::kDefaultMemoryBytes, Limits::kDefaultMemoryBytes},
                   machine, out.notices);
-  out.memory_bytes = ratchet_one(Layered{"memory", true, project.memory, operator_defaults.memory,
-                                         bundle.memory, cgroup::kDefaultMemoryMax, cgroup::kDefaultMemoryMax},
-                                 machine, out.notices);
   // A deadline is a number of seconds. A project lowers it and never raises
   // it past the operator's, or past Chock's default when the operator says
   // nothing.

@@ -5,19 +5,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <optional>
 
 #include "doctor/probes.hpp"
-#include "workspace/build.hpp"
-#include "workspace/fs.hpp"
+#include "util/dirs.hpp"
+#include "util/fs.hpp"
 #include "workspace/git.hpp"
+#include "workspace/project.hpp"
 
 namespace chock::doctor {
 
 Scratch::~Scratch() {
-  if (!path_.empty()) (void)workspace::fs::remove_tree(path_);
+  if (!path_.empty()) (void)fs::remove_tree(path_);
 }
 
 Expected<void> Scratch::make(Scratch& scratch, uid_t owner, gid_t group) {
@@ -41,13 +41,8 @@ Expected<std::string> Scratch::subdir(const std::string& name) const {
 
 namespace {
 
-std::string current_dir() {
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
-}
-
 // The project Chock will not work in, with what git itself says of it.
-Row project_row(const workspace::build::Project& p, const std::string& why) {
+Row project_row(const workspace::Project& p, const std::string& why) {
   std::string said;
   if (auto git = workspace::git::run({"-C", p.root, "rev-parse", "--git-dir"}); git && !git->ok())
     said = "; git says: " + git->first_error_line();
@@ -60,19 +55,19 @@ Expected<std::vector<Row>> check(const Options& options) {
   // The project first, as chock run finds it: a bad chock.zon means a first
   // run cannot work, and nothing is worth probing before that is said.
   const std::string dir = options.project_dir.empty() ? current_dir() : options.project_dir;
-  auto found = workspace::build::find_project(dir);
+  auto found = workspace::find_project(dir);
   // A repository Chock refuses (another uid's) is one row of its own, and
   // every other row is still tried: they say what this machine can do.
   std::optional<Row> refused;
   if (!found && found.error().kind == Errc::bad_config) {
-    auto located = workspace::build::locate_project(dir, false);
+    auto located = workspace::locate_project(dir, false);
     if (located && located->git) {
       refused = project_row(*located, found.error().message());
       found = std::move(*located);
     }
   }
   if (!found) return std::move(found).error();
-  const workspace::build::Project* project = &*found;
+  const workspace::Project* project = &*found;
   auto jit = policy_answer(options, project->root, policy::kSandboxJit);
   if (!jit) return std::move(jit).error();
   auto nix = policy_answer(options, project->root, policy::kToolchainNix);

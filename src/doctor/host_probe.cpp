@@ -56,7 +56,7 @@ Row cgroup_row(const Row& rlimit_floor) {
 
 Row memory_row() {
   cgroup::Managed managed = cgroup::Managed::create(Limits{});
-  const std::string limit = human_size(cgroup::kDefaultMemoryMax);
+  const std::string limit = human_size(Limits::kDefaultMemoryBytes);
   if (managed.state() == CgroupState::ok)
     return make_row(kMemoryRow, Level::ok, false,
                     "memory.max of the call's own cgroup (" + limit +

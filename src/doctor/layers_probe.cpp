@@ -16,10 +16,10 @@
 #include <fstream>
 
 #include "doctor/probes.hpp"
-#include "sandbox/kill_naming.hpp"
 #include "sandbox/landlock.hpp"
 #include "sandbox/rlimits.hpp"
 #include "sandbox/seccomp.hpp"
+#include "util/size.hpp"
 
 namespace chock::doctor {
 namespace {

@@ -144,7 +144,7 @@ int fetch_one(int argc, char** argv) {
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_CONNECT_TO, connect_list);
-  int given = chock::seccomp::kFetcherSocketFd;
+  int given = chock::sandbox::kFetcherSocketFd;
   curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, given_socket);
   curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, &given);
   curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, already_connected);

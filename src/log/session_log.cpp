@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "chock/workspace.hpp"
+#include "util/dirs.hpp"
 #include "util/io.hpp"
 #include "util/json.hpp"
-#include "util/passwd.hpp"
 #include "util/sha256.hpp"
 
 namespace chock::log {
@@ -235,12 +235,7 @@ std::optional<std::string> line_fault(std::string_view line, std::size_t number,
 }  // namespace
 
 Expected<std::string> state_dir() {
-  const char* xdg = std::getenv("XDG_STATE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
-  std::string h = home_directory();
-  if (h.empty())
-    return Error{"find the state directory: neither XDG_STATE_HOME nor HOME is an absolute path", "", 0};
-  return h + "/.local/state/chock";
+  return chock_dir(Xdg::state);
 }
 
 std::string project_key(std::string_view absolute_project_dir) {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "chock/workspace.hpp"
+#include "util/fs.hpp"
 #include "util/json.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::net {
 
@@ -33,7 +33,7 @@ Expected<nlohmann::json> load(const std::string& path) {
   if ((st.st_mode & 077) != 0 || st.st_uid != ::geteuid())
     return Error{
         "the credential store is readable by others or not yours (it must be mode 0600): refusing it", path};
-  auto text = workspace::fs::read_file_nofollow(path, kMaxFileBytes);
+  auto text = fs::read_file_nofollow(path, kMaxFileBytes);
   if (!text) return std::move(text).error();
   auto j = parse_json(*text);
   if (!j) return Error{"the credential store is " + j.error().what, path};
@@ -43,8 +43,8 @@ Expected<nlohmann::json> load(const std::string& path) {
 
 Expected<void> save(const std::string& path, const nlohmann::json& j) {
   const std::string dir = path.substr(0, path.rfind('/'));
-  if (auto made = workspace::fs::make_dirs(dir, 0700); !made) return made;
-  return workspace::fs::write_file_atomic(path, j.dump(2) + "\n", 0600);
+  if (auto made = fs::make_dirs(dir, 0700); !made) return made;
+  return fs::write_file_atomic(path, j.dump(2) + "\n", 0600);
 }
 
 bool printable_ascii(std::string_view text) {

@@ -327,8 +327,8 @@ Managed Managed::create(const Limits& limits, const Sources& sources) {
     m.teardown();
     return m;
   }
-  m.memory_max_ = limits.memory_bytes.value_or(kDefaultMemoryMax);
-  m.pids_max_ = limits.processes.value_or(rlimits::kDefaultProcesses) + rlimits::kOwnTasks;
+  m.memory_max_ = limits.memory_bytes.value_or(Limits::kDefaultMemoryBytes);
+  m.pids_max_ = limits.processes.value_or(Limits::kDefaultProcesses) + rlimits::kOwnTasks;
   struct Write {
     const char* file;
     std::string value;

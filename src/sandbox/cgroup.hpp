@@ -16,8 +16,6 @@
 
 namespace chock::cgroup {
 
-inline constexpr std::uint64_t kDefaultMemoryMax = 2ULL << 30;
-
 // Where the kernel tells a process about its cgroups; tests point these at
 // files of their own.
 struct Sources {

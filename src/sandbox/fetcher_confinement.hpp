@@ -12,6 +12,10 @@
 
 namespace chock::sandbox {
 
+// The descriptor chock-fetch-hop is handed its one socket on, connected:
+// what the command line's runner of a hop and the fetcher's filter agree on.
+inline constexpr int kFetcherSocketFd = 5;
+
 // What the fetcher may still read: the CA store (`ca_file`; `ca_path` and
 // the files its hashed links lead to), and every file mapped into this
 // process now (the program and its libraries). Paths that are not there are

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "util/size.hpp"
+
 namespace chock {
 
 namespace {
@@ -78,17 +80,6 @@ void name_kill(const KillFacts& f, LimitsReport& r) {
     const std::uint64_t slack = std::min<std::uint64_t>(64 * kMiB, data / 4);
     if (ev.exit_data_max + slack >= data) return name(r, "memory", data);
   }
-}
-
-std::string format_size(std::uint64_t bytes) {
-  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  std::uint64_t v = bytes;
-  while (u < 4 && v >= 1024 && v % 1024 == 0) {
-    v /= 1024;
-    ++u;
-  }
-  return std::to_string(v) + " " + units[u];
 }
 
 std::string kill_message(const LimitsReport& r) {

@@ -31,7 +31,4 @@ void name_kill(const KillFacts& facts, LimitsReport& report);
 // or "" when no limit is named.
 [[nodiscard]] std::string kill_message(const LimitsReport& report);
 
-// "512 MiB", "2 GiB", "1000 bytes": the form the flags take.
-[[nodiscard]] std::string format_size(std::uint64_t bytes);
-
 }  // namespace chock

@@ -32,7 +32,7 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
   auto plan = rlimits::prepare(config.limits, machine);
   if (!plan) return std::move(plan).error();
   s.plan = *plan;
-  s.processes_allowed = config.limits.processes.value_or(rlimits::kDefaultProcesses);
+  s.processes_allowed = config.limits.processes.value_or(Limits::kDefaultProcesses);
   s.clock_ticks = ::sysconf(_SC_CLK_TCK);
 #if defined(__x86_64__)
   // Probed once a process: the kernel does not change under it.
@@ -66,7 +66,7 @@ Expected<LimitsSetup> prepare_limits(const Config& config) {
       s.measured_memory_why = "the supplied cgroup is the caller's to limit";
     }
   } else if (s.managed.state() != CgroupState::ok) {
-    s.measured_memory = config.limits.memory_bytes.value_or(cgroup::kDefaultMemoryMax);
+    s.measured_memory = config.limits.memory_bytes.value_or(Limits::kDefaultMemoryBytes);
     s.measured_memory_why = "cgroup v2 memory is unavailable here";
   }
   // --pids with neither a per-namespace RLIMIT_NPROC nor a cgroup of ours

@@ -98,7 +98,7 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
     add(plan, RLIMIT_DATA, *v, *v);
   }
 
-  rlim_t nofile = floor_default(RLIMIT_NOFILE, kDefaultOpenFiles);
+  rlim_t nofile = floor_default(RLIMIT_NOFILE, Limits::kDefaultOpenFiles);
   if (limits.open_files) {
     if (*limits.open_files > machine.nr_open)
       return bad("--nofile", *limits.open_files,
@@ -109,7 +109,7 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
   }
   add(plan, RLIMIT_NOFILE, nofile, nofile);
 
-  rlim_t fsize = floor_default(RLIMIT_FSIZE, kDefaultFileSize);
+  rlim_t fsize = floor_default(RLIMIT_FSIZE, Limits::kDefaultFileSizeBytes);
   if (limits.file_size_bytes) {
     auto v = explicit_value("--fsize", *limits.file_size_bytes, 0, hard(RLIMIT_FSIZE));
     if (!v) return std::move(v).error();
@@ -120,8 +120,8 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
   // Soft equals hard everywhere else, because prlimit64 is reachable and a
   // soft-only limit would be raised back in one call; CPU keeps a gap so the
   // first signal is SIGXCPU.
-  rlim_t cpu_hard = floor_default(RLIMIT_CPU, kDefaultCpuSeconds + kCpuHardGrace);
-  rlim_t cpu_soft = std::min<rlim_t>(kDefaultCpuSeconds, cpu_hard);
+  rlim_t cpu_hard = floor_default(RLIMIT_CPU, Limits::kDefaultCpuSeconds + kCpuHardGrace);
+  rlim_t cpu_soft = std::min<rlim_t>(Limits::kDefaultCpuSeconds, cpu_hard);
   if (limits.cpu_seconds) {
     rlim_t caller = hard(RLIMIT_CPU);
     if (*limits.cpu_seconds < 1) return bad("--cpu", *limits.cpu_seconds, "the kernel treats 0 seconds as 1");
@@ -139,7 +139,7 @@ Expected<Plan> prepare(const Limits& limits, const Machine& machine) {
   // Before 5.14 RLIMIT_NPROC counted every process of the host uid, so a
   // limit would refuse forks because of processes outside the call.
   if (machine.nproc_per_userns) {
-    rlim_t nproc = floor_default(RLIMIT_NPROC, kDefaultProcesses + kOwnTasks);
+    rlim_t nproc = floor_default(RLIMIT_NPROC, Limits::kDefaultProcesses + kOwnTasks);
     if (limits.processes) {
       if (*limits.processes < 1) return bad("--pids", *limits.processes, "the program itself is a process");
       if (*limits.processes > (1ULL << 22))

@@ -16,14 +16,9 @@
 
 namespace chock::rlimits {
 
-inline constexpr std::uint64_t kGiB = 1ULL << 30;
-inline constexpr std::uint64_t kDefaultOpenFiles = 1024;
-inline constexpr std::uint64_t kDefaultFileSize = 1 * kGiB;
-inline constexpr std::uint64_t kDefaultCpuSeconds = 3600;
 // The hard CPU limit sits this far above the soft one, so the first signal is
 // SIGXCPU (catchable, nameable) and SIGKILL only follows if it is ignored.
 inline constexpr std::uint64_t kCpuHardGrace = 30;
-inline constexpr std::uint64_t kDefaultProcesses = 256;
 // Chock's own task of a call (the keeper; the middle has ended before the
 // program starts, and is never in the cgroup) is counted by RLIMIT_NPROC and
 // pids.max; a limit of N processes for the program is written as N plus it.

@@ -91,17 +91,15 @@ Expected<Program> compile(const Options& options);
 Expected<Program> keep_uid();
 Expected<Program> compile_keep_uid();
 
-// The descriptor chock-fetch-hop is handed its one socket on, connected.
-inline constexpr int kFetcherSocketFd = 5;
-
 // chock-fetch-hop's filter, beside its Landlock ruleset: it was handed its
 // one connected socket, so every new socket (any family: UDP and raw ones
 // Landlock cannot see), connect, bind, TCP Fast Open's connect by sendto or
 // sendmsg, io_uring (a ring makes sockets past the filter) and taking a
 // descriptor from another process are refused with EPERM. A connect on
-// kFetcherSocketFd answers EINPROGRESS and does nothing: libcurl 7.87 to
-// 7.88 (Debian 12's) ignores CURL_SOCKOPT_ALREADY_CONNECTED and connects
-// the socket it was given, then waits for it, which is already connected.
+// sandbox::kFetcherSocketFd (fetcher_confinement.hpp) answers EINPROGRESS
+// and does nothing: libcurl 7.87 to 7.88 (Debian 12's) ignores
+// CURL_SOCKOPT_ALREADY_CONNECTED and connects the socket it was given, then
+// waits for it, which is already connected.
 // socketpair of AF_UNIX stays (libcurl wakes itself through one).
 // fetcher() is the one compiled at build time.
 Expected<Program> fetcher();

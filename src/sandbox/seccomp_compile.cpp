@@ -24,6 +24,7 @@
 #include <tuple>
 #include <utility>
 
+#include "sandbox/fetcher_confinement.hpp"
 #include "util/fd.hpp"
 #include "util/syscalls.hpp"
 
@@ -226,11 +227,11 @@ Expected<Program> compile_fetcher() {
   // The whole descriptor is compared: one with high bits set is some other
   // number here (refused) and fd 5 to the kernel, which is still never connected.
   if (auto r = add(ctx.get(), SCMP_ACT_ERRNO(EINPROGRESS), SCMP_SYS(connect), "connect",
-                   {scmp_arg_cmp{0, SCMP_CMP_EQ, kFetcherSocketFd, 0}});
+                   {scmp_arg_cmp{0, SCMP_CMP_EQ, sandbox::kFetcherSocketFd, 0}});
       !r)
     return r.error();
   if (auto r = add(ctx.get(), refuse, SCMP_SYS(connect), "connect",
-                   {scmp_arg_cmp{0, SCMP_CMP_NE, kFetcherSocketFd, 0}});
+                   {scmp_arg_cmp{0, SCMP_CMP_NE, sandbox::kFetcherSocketFd, 0}});
       !r)
     return r.error();
   for (const auto& [nr, name] : {std::pair{SCMP_SYS(socket), "socket"},

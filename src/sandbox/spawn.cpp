@@ -23,7 +23,7 @@
 #include "net/relay.hpp"
 #include "sandbox/clone.hpp"
 #include "sandbox/directory_cap.hpp"
-#include "sandbox/kill_naming.hpp"
+#include "sandbox/exit_watch.hpp"
 #include "sandbox/launch.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/overlay_holder.hpp"
@@ -32,6 +32,7 @@
 #include "sandbox/teardown.hpp"
 #include "util/fd.hpp"
 #include "util/fd_passing.hpp"
+#include "util/size.hpp"
 #include "util/syscalls.hpp"
 
 namespace chock {

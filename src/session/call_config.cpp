@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "sandbox/kill_naming.hpp"
 #include "session/device_grants.hpp"
 #include "session/jit_fallback.hpp"
 #include "session/path_check.hpp"
 #include "session/toolchain_choice.hpp"
 #include "util/dirs.hpp"
 #include "util/escape.hpp"
+#include "util/size.hpp"
 #include "util/split.hpp"
 
 namespace chock::session {

@@ -22,10 +22,10 @@
 #include "util/dirs.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/io.hpp"
 #include "util/json.hpp"
 #include "util/syscalls.hpp"
-#include "workspace/fs.hpp"
 
 extern char** environ;
 
@@ -154,7 +154,7 @@ std::vector<net::Published> inherited_ports(const nlohmann::json& state) {
 }
 
 void write_state(const std::string& base, const nlohmann::json& state) {
-  (void)workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n");
+  (void)fs::write_file_atomic(base + ".json", state.dump() + "\n");
 }
 
 // Copies the call's output into the task's file up to the cap; past it, the
@@ -282,7 +282,7 @@ Expected<std::string> start_task(const workspace::Session& s, const Request& req
   auto helper = companion("chock-helper");
   if (!helper) return std::move(helper).error();
   const std::string dir = workspace::tasks_dir(s);
-  if (auto made = workspace::fs::make_dirs(dir, 0755); !made) return std::move(made).error();
+  if (auto made = fs::make_dirs(dir, 0755); !made) return std::move(made).error();
   auto n = next_task(dir);
   if (!n) return std::move(n).error();
   const std::string base = dir + "/task-" + two_digits(*n);
@@ -295,8 +295,7 @@ Expected<std::string> start_task(const workspace::Session& s, const Request& req
   nlohmann::json state = {{"id", id}, {"argv", request.argv}, {"started", now_text()}, {"state", "starting"}};
   if (request.network) state["network"] = network_name(*request.network);
   if (!published.empty()) state["published"] = published_json(published);
-  if (auto w = workspace::fs::write_file_atomic(base + ".json", state.dump() + "\n"); !w)
-    return std::move(w).error();
+  if (auto w = fs::write_file_atomic(base + ".json", state.dump() + "\n"); !w) return std::move(w).error();
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return sys_error("pipe, for the task's runner");
   UniqueFd in_read(p[0]), in_write(p[1]);
@@ -344,7 +343,7 @@ int run_task(const std::string& session, int number) {
   auto s = workspace::load(session);
   if (!s) return 125;
   const std::string base = workspace::tasks_dir(*s) + "/task-" + two_digits(number);
-  auto recorded = workspace::fs::read_file_nofollow(base + ".json", 1 << 20);
+  auto recorded = fs::read_file_nofollow(base + ".json", 1 << 20);
   if (!recorded) return 125;
   auto parsed = parse_json(*recorded);
   if (!parsed || !parsed->is_object()) return 125;
@@ -396,7 +395,7 @@ Expected<Task> find_task(const std::string& id) {
     return Error{"a task id looks like SESSION-NN, as chock run --background printed it", id, 0,
                  Errc::bad_config};
   const std::string base = workspace::tasks_dir(*s) + "/task-" + nn;
-  auto text = workspace::fs::read_file_nofollow(base + ".json", 1 << 20);
+  auto text = fs::read_file_nofollow(base + ".json", 1 << 20);
   if (!text) return Error{"there is no task " + id, "", 0, Errc::bad_config};
   auto state = parse_json(*text);
   if (!state || !state->is_object()) return Error{"the task's record is damaged", base + ".json"};
@@ -410,7 +409,7 @@ bool task_running(const Task& t) {
 }
 
 Expected<std::string> task_output(const Task& t) {
-  return workspace::fs::read_file_nofollow(t.base + ".out", kMaxTaskOutput + 4096);
+  return fs::read_file_nofollow(t.base + ".out", kMaxTaskOutput + 4096);
 }
 
 std::string task_line(const nlohmann::json& s) {

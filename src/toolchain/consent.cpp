@@ -6,14 +6,13 @@
 
 #include "chock/workspace.hpp"
 #include "log/session_log.hpp"
+#include "util/fs.hpp"
 #include "util/json.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::toolchain {
 
 namespace {
 
-namespace fs = workspace::fs;
 constexpr std::size_t kMaxRecord = 64 * 1024;
 
 Expected<std::string> record_path(const std::string& project_root) {

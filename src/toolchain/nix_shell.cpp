@@ -16,19 +16,18 @@
 #include "chock/workspace.hpp"
 #include "log/session_log.hpp"
 #include "util/escape.hpp"
+#include "util/fs.hpp"
 #include "util/json.hpp"
 #include "util/sha256.hpp"
 #include "util/split.hpp"
 #include "util/store_path.hpp"
 #include "util/subprocess.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::toolchain {
 
 namespace {
 
 using Json = nlohmann::json;
-namespace fs = workspace::fs;
 
 // The variables of the shell's build that are not the shell's to set (what
 // `nix develop` leaves out too), and the one naming its build output.

@@ -10,21 +10,12 @@
 
 #include "chock/workspace.hpp"
 #include "log/session_log.hpp"
-#include "util/passwd.hpp"
-#include "workspace/build.hpp"
-#include "workspace/fs.hpp"
+#include "util/dirs.hpp"
+#include "util/fs.hpp"
 
 namespace chock::workspace {
 
 namespace {
-
-Expected<std::string> cache_home() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
-  const std::string home = home_directory();
-  if (home.empty()) return Error{"find the cache directory: neither XDG_CACHE_HOME nor HOME is set", "", 0};
-  return home + "/.cache/chock";
-}
 
 // A directory made once, for the session's owner. One that is there is left
 // as it is: a call may have changed what is inside, and nothing here follows
@@ -34,7 +25,7 @@ Expected<void> make_owned(const Session& s, const std::string& path) {
     if (errno == EEXIST) return {};
     return sys_error("mkdir", path);
   }
-  return build::give_to_owner(s, path);
+  return fs::give_to(s.owner, path);
 }
 
 void set_env(std::vector<std::string>& env, const std::string& name, const std::string& value) {
@@ -45,7 +36,7 @@ void set_env(std::vector<std::string>& env, const std::string& name, const std::
 }  // namespace
 
 Expected<std::string> cache_dir(const std::string& project) {
-  auto root = cache_home();
+  auto root = chock_dir(Xdg::cache);
   if (!root) return root;
   return *root + "/" + log::project_key(project);
 }
@@ -61,7 +52,7 @@ std::string tasks_dir(const Session& s) {
 Expected<std::string> add_call_dirs(const Session& s, Config& config) {
   auto cache = cache_dir(s.project);
   if (!cache) return cache;
-  auto root = cache_home();
+  auto root = chock_dir(Xdg::cache);
   if (auto made = fs::make_dirs(*root, 0700); !made) return std::move(made).error();
   if (!fs::is_dir(*cache)) {
     if (auto r = make_owned(s, *cache); !r) return std::move(r).error();

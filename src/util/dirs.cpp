@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <vector>
+
+#include "util/passwd.hpp"
 
 namespace chock {
 
@@ -17,7 +20,28 @@ std::string dir_of_self() {
 
 std::string current_dir() {
   char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
+  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
+}
+
+Expected<std::string> chock_dir(Xdg kind) {
+  struct Base {
+    const char* variable;
+    const char* below_home;
+    const char* what;
+  };
+  static constexpr Base kBases[] = {{"XDG_CONFIG_HOME", "/.config", "config"},
+                                    {"XDG_DATA_HOME", "/.local/share", "data"},
+                                    {"XDG_STATE_HOME", "/.local/state", "state"},
+                                    {"XDG_CACHE_HOME", "/.cache", "cache"}};
+  const Base& b = kBases[static_cast<int>(kind)];
+  const char* xdg = std::getenv(b.variable);
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
+  const std::string home = home_directory();
+  if (home.empty())
+    return Error{std::string("find the ") + b.what + " directory: neither " + b.variable +
+                     " nor HOME is an absolute path",
+                 "", 0};
+  return home + b.below_home + "/chock";
 }
 
 Expected<std::string> companion(std::string_view name) {

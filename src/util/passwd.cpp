@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string_view>
+#include <utility>
 
 namespace chock {
 
@@ -50,6 +51,15 @@ std::string home_directory() {
   if (home != nullptr && home[0] == '/') return home;
   auto entry = passwd_entry(::getuid());
   return entry && !entry->home.empty() && entry->home[0] == '/' ? entry->home : std::string();
+}
+
+gid_t group_of(uid_t uid) {
+  // Asked for every file given to the owner: the password database is read once a uid.
+  static thread_local std::optional<std::pair<uid_t, gid_t>> known;
+  if (known && known->first == uid) return known->second;
+  auto entry = passwd_entry(uid);
+  known.emplace(uid, entry ? entry->gid : static_cast<gid_t>(uid));
+  return known->second;
 }
 
 }  // namespace chock

@@ -18,6 +18,9 @@ struct PasswdEntry {
 // The first /etc/passwd line for `uid`, if any.
 std::optional<PasswdEntry> passwd_entry(uid_t uid);
 
+// The gid to give files of `uid`: its primary group, else the same number.
+gid_t group_of(uid_t uid);
+
 // $HOME when it is an absolute path, else the home /etc/passwd gives this
 // process's uid; empty when neither does.
 std::string home_directory();

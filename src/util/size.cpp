@@ -62,6 +62,17 @@ Expected<std::uint64_t> parse_count(std::string_view flag, std::string_view text
   return v;
 }
 
+std::string format_size(std::uint64_t bytes) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  std::uint64_t v = bytes;
+  while (u < 4 && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  return std::to_string(v) + " " + units[u];
+}
+
 std::string human_size(std::uint64_t bytes) {
   static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

@@ -23,10 +23,10 @@
 #include "chock/config.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/size.hpp"
 #include "util/syscalls.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/overlay_scan.hpp"
 
 namespace chock::workspace {

@@ -18,8 +18,8 @@
 
 #include "util/escape.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/session_git.hpp"
 #include "workspace/session_refs.hpp"
 

@@ -27,9 +27,10 @@
 #include <system_error>
 
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/io.hpp"
+#include "util/passwd.hpp"
 #include "workspace/bases.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/index_file.hpp"
 #include "workspace/session_record.hpp"
@@ -265,7 +266,7 @@ Expected<bool> derive_base(const std::string& dir, const std::string& top, const
 
   const std::string tree = dir + "/tree";
   const bool root_caller = ::geteuid() == 0 && owner != 0;
-  const fs::Owner given{owner, build::group_of(owner)};
+  const fs::Owner given{owner, group_of(owner)};
   if (::mkdir(tree.c_str(), 0755) != 0) return sys_error("mkdir", tree);
   if (root_caller &&
       (::chown(tree.c_str(), given.uid, given.gid) != 0 || ::chown(dir.c_str(), given.uid, given.gid) != 0))

@@ -18,8 +18,9 @@
 #include <string_view>
 
 #include "sandbox/seccomp.hpp"
+#include "util/fs.hpp"
+#include "util/passwd.hpp"
 #include "util/sha256.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/progress.hpp"
 #include "workspace/session_record.hpp"
@@ -94,7 +95,7 @@ Expected<void> make_base(const std::string& dir, const build::Project& project, 
   const std::string tree = dir + "/tree";
   if (auto r = fs::make_dirs(tree, 0755); !r) return r;
   const bool root_caller = ::geteuid() == 0 && owner != 0;
-  const gid_t gid = build::group_of(owner);
+  const gid_t gid = group_of(owner);
   bool chown_after = root_caller;
   if (root_caller) {
     if (::chown(dir.c_str(), owner, gid) != 0) return sys_error("chown", dir);

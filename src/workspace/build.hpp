@@ -1,5 +1,6 @@
 // Building a session's workspace: finding the project, the git worktree,
-// the overlay, the dirty import and the deny covers. Internal to workspace/.
+// the overlay, the dirty import and the deny covers. Internal to workspace/
+// (docs/architecture.md): the floors above use project.hpp.
 #pragma once
 
 #include <cstdint>
@@ -8,27 +9,15 @@
 
 #include "chock/workspace.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
+#include "workspace/project.hpp"
 
 namespace chock::workspace::build {
 
-struct Project {
-  std::string root;  // absolute real path; a git project: its top level
-  bool git = false;
-  std::string git_dir;     // the project's own git dir (a linked worktree's admin dir, or .git)
-  std::string common_dir;  // the repository's common dir
-  // The commit checked out; empty when the repository has none. Read from
-  // git's files, not asked of git: a base is checked out from `head^{commit}`,
-  // so one that names no commit makes none.
-  std::string head;
-};
-
-// Looks for a .git upwards from `dir`. Refuses a repository the caller does
-// not own: host-side git would run its configuration.
-Expected<Project> find_project(const std::string& dir);
-// The same without asking git for HEAD (`head` stays empty): no git process.
-// `check_owner` false: a repository of another uid is located, not refused
-// (for doctor, which reports it and runs no git there).
-Expected<Project> locate_project(const std::string& dir, bool check_owner = true);
+// Finding the project (project.hpp), named here as the rest of workspace/ knows it.
+using workspace::find_project;
+using workspace::locate_project;
+using workspace::Project;
 
 using Notes = std::vector<std::string>;
 
@@ -122,10 +111,10 @@ std::string index_header(const std::string& index);
 // The entries an index Chock's git just wrote counts in its header (for progress reports).
 std::uint64_t index_entries(const std::string& index);
 
-// gid to give the run uid's files: its primary group, else the same number.
-gid_t group_of(uid_t uid);
-// A root caller's: gives `path` (made by Chock) to the uid the call runs as,
-// the link itself if it is one. Nothing for anyone else.
-Expected<void> give_to_owner(const Session& session, const std::string& path);
+// A root caller's: gives `path` (made by Chock) to the uid the call runs as
+// (fs::give_to).
+inline Expected<void> give_to_owner(const Session& session, const std::string& path) {
+  return fs::give_to(session.owner, path);
+}
 
 }  // namespace chock::workspace::build

@@ -19,8 +19,9 @@
 
 #include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
+#include "util/passwd.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 
 namespace chock::workspace::build {

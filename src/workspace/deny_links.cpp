@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 
 namespace chock::workspace::build {

@@ -8,8 +8,8 @@
 #include <cerrno>
 
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 
 namespace chock::workspace::build {

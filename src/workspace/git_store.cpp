@@ -8,8 +8,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "util/fs.hpp"
 #include "util/io.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git_objects.hpp"
 
 namespace chock::workspace::git_objects {

@@ -26,9 +26,9 @@
 #include <set>
 
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/refs_stamp.hpp"
 #include "workspace/session_refs.hpp"

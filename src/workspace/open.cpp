@@ -5,22 +5,17 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <utility>
 
+#include "util/dirs.hpp"
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/store.hpp"
 
 namespace chock::workspace {
 
 namespace {
-
-std::string current_dir() {
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string(".");
-}
 
 uid_t run_uid(const OpenOptions& o) {
   if (::geteuid() != 0) return ::getuid();

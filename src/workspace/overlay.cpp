@@ -11,8 +11,9 @@
 #include <algorithm>
 
 #include "sandbox/mount_tree.hpp"
+#include "util/fs.hpp"
+#include "util/passwd.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/progress.hpp"
 
 namespace chock::workspace::build {

@@ -9,9 +9,9 @@
 
 #include "chock/workspace.hpp"
 #include "sandbox/overlay_holder.hpp"
+#include "util/fs.hpp"
 #include "workspace/bases.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::workspace {
 

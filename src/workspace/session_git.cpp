@@ -6,7 +6,7 @@
 
 #include <climits>
 
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 #include "workspace/session_refs.hpp"
 
 namespace chock::workspace::session_git {

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "util/fd.hpp"
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 #include "workspace/git.hpp"
 
 namespace chock::workspace::session_refs {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 #include "workspace/git.hpp"
 #include "workspace/overlay_scan.hpp"
 #include "workspace/session_git.hpp"

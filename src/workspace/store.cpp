@@ -18,18 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/passwd.hpp"
-#include "workspace/fs.hpp"
+#include "util/dirs.hpp"
+#include "util/fs.hpp"
 #include "workspace/session_record.hpp"
 
 namespace chock::workspace {
 
 Expected<std::string> data_dir() {
-  const char* xdg = std::getenv("XDG_DATA_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/chock";
-  std::string h = home_directory();
-  if (h.empty()) return Error{"find the data directory: neither XDG_DATA_HOME nor HOME is set", "", 0};
-  return h + "/.local/share/chock";
+  return chock_dir(Xdg::data);
 }
 
 SessionLock::SessionLock(SessionLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}

@@ -15,7 +15,7 @@
 
 #include "sandbox/overlay_holder.hpp"
 #include "util/fd.hpp"
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 #include "workspace/store.hpp"
 
 namespace chock::workspace {

@@ -7,7 +7,7 @@
 #include <map>
 #include <optional>
 
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 
 namespace chock::workspace::tree_diff {
 

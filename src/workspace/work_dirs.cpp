@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "chock/workspace.hpp"
+#include "util/fs.hpp"
 #include "workspace/build.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::workspace {
 

@@ -141,7 +141,7 @@ TEST(Fetcher, ConfinedFetcherHasNoNetworkButTheSocketItWasGiven) {
   ASSERT_GE(dialled_fd, 0) << std::strerror(-dialled_fd);
   const int status = in_child([&] {
     // Where the fetcher has it.
-    const int given = seccomp::kFetcherSocketFd;
+    const int given = sandbox::kFetcherSocketFd;
     if (::dup2(dialled_fd, given) != given) return 9;
     auto confined = sandbox::confine_fetcher("", "");
     if (!confined) return 10;

@@ -16,9 +16,9 @@
 
 #include "process.hpp"
 #include "util/fd.hpp"
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 
-namespace chock::workspace::fs {
+namespace chock::fs {
 namespace {
 
 struct Trees {
@@ -288,4 +288,4 @@ TEST(ChownTree, ChangesTheLinkNotItsTarget) {
 }
 
 }  // namespace
-}  // namespace chock::workspace::fs
+}  // namespace chock::fs

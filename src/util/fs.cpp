@@ -1,4 +1,4 @@
-#include "workspace/fs.hpp"
+#include "util/fs.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,9 +17,10 @@
 
 #include "util/fd.hpp"
 #include "util/io.hpp"
+#include "util/passwd.hpp"
 #include "util/syscalls.hpp"
 
-namespace chock::workspace::fs {
+namespace chock::fs {
 
 namespace {
 
@@ -483,4 +484,14 @@ std::string base_of(const std::string& rel) {
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
 
-}  // namespace chock::workspace::fs
+Expected<void> give_to(uid_t owner, const std::string& path) {
+  if (::geteuid() != 0 || owner == 0) return {};
+  const gid_t gid = group_of(owner);
+  struct stat st {};
+  // Already theirs: no chown, whose new ctime the file system would journal on every call.
+  if (::lstat(path.c_str(), &st) == 0 && st.st_uid == owner && st.st_gid == gid) return {};
+  if (::lchown(path.c_str(), owner, gid) != 0) return sys_error("chown", path);
+  return {};
+}
+
+}  // namespace chock::fs

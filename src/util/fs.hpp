@@ -1,5 +1,7 @@
-// File-system helpers of the workspace: small, errno-carrying, never
-// following a symbolic link where the sandbox could have planted one.
+// File-system helpers of the host side (the workspace, the network's stored
+// credentials, the toolchain's records, the memory store): small,
+// errno-carrying, never following a symbolic link where the sandbox could
+// have planted one.
 #pragma once
 
 #include <sys/types.h>
@@ -10,7 +12,7 @@
 
 #include "chock/error.hpp"
 
-namespace chock::workspace::fs {
+namespace chock::fs {
 
 Expected<std::string> read_file(const std::string& path);
 // Reads a file that must be a small regular file, refusing a symbolic link.
@@ -39,6 +41,11 @@ bool is_dir(const std::string& path);
 
 // Removes a tree without following links, making directories writable first.
 Expected<void> remove_tree(const std::string& path);
+// A root caller's: gives `path` (made by Chock), the link itself if it is
+// one, to `owner` and its group (group_of). Nothing for anyone else, nor
+// for owner 0, nor when it is theirs already (a chown the file system would
+// journal on every call).
+Expected<void> give_to(uid_t owner, const std::string& path);
 // lchown of every entry below and including `path`.
 Expected<void> chown_tree(const std::string& path, uid_t uid, gid_t gid);
 // The disk blocks a tree uses, in bytes (links not followed).
@@ -101,4 +108,4 @@ std::string join(const std::string& dir, const std::string& name);
 std::string parent_of(const std::string& rel);
 std::string base_of(const std::string& rel);
 
-}  // namespace chock::workspace::fs
+}  // namespace chock::fs
