@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/fs.hpp"
 #include "util/json.hpp"
-#include "workspace/fs.hpp"
 
 namespace chock::session {
 
@@ -30,7 +30,7 @@ Expected<std::vector<StoodFor>> session_sentinels(const workspace::Session& s) {
   if (out.empty()) return out;
   const std::string path = s.dir + "/sentinels.json";
   nlohmann::json kept = nlohmann::json::object();
-  if (auto text = workspace::fs::read_file_nofollow(path, 1 << 20))
+  if (auto text = fs::read_file_nofollow(path, 1 << 20))
     if (auto parsed = parse_json(*text); parsed && parsed->is_object()) kept = std::move(*parsed);
   bool made = false;
   for (auto& stood : out) {
@@ -47,8 +47,7 @@ Expected<std::vector<StoodFor>> session_sentinels(const workspace::Session& s) {
     made = true;
   }
   if (made)
-    if (auto w = workspace::fs::write_file_atomic(path, kept.dump() + "\n", 0600); !w)
-      return std::move(w).error();
+    if (auto w = fs::write_file_atomic(path, kept.dump() + "\n", 0600); !w) return std::move(w).error();
   return out;
 }
 
