@@ -6,7 +6,10 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <pthread.h>
 #include <sys/socket.h>
+
+#include <csignal>
 
 #include <string>
 #include <thread>
@@ -24,6 +27,16 @@ struct Handshake {
   std::string alpn;
 };
 
+// A peer that gives up closes its end, and the other's next write would
+// raise SIGPIPE: each side runs in a thread of its own that holds it blocked
+// (as the relay's threads do), and a signal left pending goes with the thread.
+void hold_sigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 // The client trusts `ca_pem` only, asks for `name`, offers h2 and http/1.1.
 Handshake handshake(SSL_CTX* server_ctx, const std::string& ca_pem, const std::string& name) {
   int pair[2];
@@ -31,35 +44,40 @@ Handshake handshake(SSL_CTX* server_ctx, const std::string& ca_pem, const std::s
   UniqueFd a(pair[0]), b(pair[1]);
   Handshake h;
   std::thread server([&] {
+    hold_sigpipe();
     SSL* ssl = SSL_new(server_ctx);
     SSL_set_fd(ssl, a.get());
     h.server_ok = SSL_accept(ssl) == 1;
     SSL_free(ssl);
     a.reset();
   });
-  SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
-  BIO* bio = BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size()));
-  X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  X509_STORE_add_cert(SSL_CTX_get_cert_store(client_ctx), ca);
-  SSL_CTX_set_verify(client_ctx, SSL_VERIFY_PEER, nullptr);
-  static const unsigned char kOffer[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-  SSL_CTX_set_alpn_protos(client_ctx, kOffer, sizeof kOffer);
-  SSL* ssl = SSL_new(client_ctx);
-  SSL_set_fd(ssl, b.get());
-  SSL_set_tlsext_host_name(ssl, name.c_str());
-  SSL_set1_host(ssl, name.c_str());
-  h.client_ok = SSL_connect(ssl) == 1;
-  h.verify = SSL_get_verify_result(ssl);
-  const unsigned char* proto = nullptr;
-  unsigned int len = 0;
-  SSL_get0_alpn_selected(ssl, &proto, &len);
-  if (proto != nullptr) h.alpn.assign(reinterpret_cast<const char*>(proto), len);
-  SSL_free(ssl);
-  b.reset();
+  std::thread client([&] {
+    hold_sigpipe();
+    SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
+    BIO* bio = BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size()));
+    X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    X509_STORE_add_cert(SSL_CTX_get_cert_store(client_ctx), ca);
+    SSL_CTX_set_verify(client_ctx, SSL_VERIFY_PEER, nullptr);
+    static const unsigned char kOffer[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_CTX_set_alpn_protos(client_ctx, kOffer, sizeof kOffer);
+    SSL* ssl = SSL_new(client_ctx);
+    SSL_set_fd(ssl, b.get());
+    SSL_set_tlsext_host_name(ssl, name.c_str());
+    SSL_set1_host(ssl, name.c_str());
+    h.client_ok = SSL_connect(ssl) == 1;
+    h.verify = SSL_get_verify_result(ssl);
+    const unsigned char* proto = nullptr;
+    unsigned int len = 0;
+    SSL_get0_alpn_selected(ssl, &proto, &len);
+    if (proto != nullptr) h.alpn.assign(reinterpret_cast<const char*>(proto), len);
+    SSL_free(ssl);
+    b.reset();
+    X509_free(ca);
+    BIO_free(bio);
+    SSL_CTX_free(client_ctx);
+  });
+  client.join();
   server.join();
-  X509_free(ca);
-  BIO_free(bio);
-  SSL_CTX_free(client_ctx);
   return h;
 }
 
