@@ -129,6 +129,17 @@ int connect_error(int port) {
   return connect_loopback(port).second;
 }
 
+// What a connect to the host's port meets once it stops connecting, trying
+// for at most 1 s (0: it still connected after that).
+int connect_error_within_a_second(int port) {
+  const auto start = std::chrono::steady_clock::now();
+  int error = 0;
+  while ((error = connect_error(port)) == 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(1))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return error;
+}
+
 // Every listening socket of /proc/net/tcp and tcp6 on `port`: its local address (hex).
 std::vector<std::string> listeners_on(int port) {
   std::vector<std::string> out;
@@ -228,12 +239,7 @@ TEST_F(Publish, AServerOfACallIsReachedFromTheHostAndOnlyWhileItsTaskRuns) {
   // Cancelled, the port refuses at once (within 1 s).
   Output cancel = f.chock({"tasks", "cancel", tasks_.at(0)});
   ASSERT_EQ(cancel.status, 0) << describe(cancel);
-  const auto cancelled = std::chrono::steady_clock::now();
-  int error = 0;
-  while ((error = connect_error(port)) == 0 &&
-         std::chrono::steady_clock::now() - cancelled < std::chrono::seconds(1))
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(error, ECONNREFUSED);
+  EXPECT_EQ(connect_error_within_a_second(port), ECONNREFUSED);
   EXPECT_TRUE(listeners_on(port).empty());
 }
 
@@ -350,12 +356,7 @@ TEST_F(Publish, ARunningTaskIsPublishedLaterAndItsPortClosesWithIt) {
   EXPECT_EQ(inside.out.find(".door"), std::string::npos) << describe(inside);
   Output cancel = f.chock({"tasks", "cancel", id});
   ASSERT_EQ(cancel.status, 0) << describe(cancel);
-  const auto cancelled = std::chrono::steady_clock::now();
-  int error = 0;
-  while ((error = connect_error(port)) == 0 &&
-         std::chrono::steady_clock::now() - cancelled < std::chrono::seconds(1))
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(error, ECONNREFUSED);
+  EXPECT_EQ(connect_error_within_a_second(port), ECONNREFUSED);
   EXPECT_NE(::access((f.sessions() + "/" + session + "/task-01.door").c_str(), F_OK), 0) << "the door stays";
   Output after = f.chock({"tasks", "publish", id, "8000"});
   EXPECT_NE(after.status, 0) << describe(after);
