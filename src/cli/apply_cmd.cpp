@@ -118,7 +118,7 @@ workspace::Approval decide(const workspace::ApplyPlan& plan, const policy::Answe
   if (std::find(session.always.begin(), session.always.end(), policy::kWorkspaceApply) !=
       session.always.end())
     return {true, ""};
-  Answer said = ask_terminal(policy::kWorkspaceApply, describe(plan));
+  Answer said = ask_person(policy::kWorkspaceApply, describe(plan));
   always = said.always;
   if (said.approved) return {true, ""};
   return {false, said.refusal + " (or answer in advance: chock apply " + plan.session + " --yes)"};

@@ -58,7 +58,7 @@ struct Hop {
 class FetchRules {
  public:
   FetchRules(const policy::Table& table, std::vector<std::string> always, std::string asked_url, bool session)
-      : rules_(table, std::move(always), session, terminal_ask()), asked_url_(std::move(asked_url)) {}
+      : rules_(table, std::move(always), session, person_ask()), asked_url_(std::move(asked_url)) {}
   void set_hop(int hop) { hop_ = hop; }
   [[nodiscard]] const std::vector<std::string>& new_always() const { return rules_.new_always(); }
 

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "chock/workspace.hpp"
+#include "mcp/ask_channel.hpp"
 
 namespace chock::cli {
 
@@ -59,6 +60,31 @@ session::Hooks::Ask terminal_ask() {
   return [](const std::string& action, const std::string& what, bool offer_always, int cancel_fd) {
     return ask_terminal(action, what, offer_always, cancel_fd);
   };
+}
+
+namespace {
+UniqueFd& ask_channel() {
+  static UniqueFd channel;
+  return channel;
+}
+}  // namespace
+
+void take_ask_channel() {
+  ask_channel() = mcp::take_ask_channel();
+}
+
+session::Hooks::Ask person_ask() {
+  if (!ask_channel()) return terminal_ask();
+  return [fd = ask_channel().get()](const std::string& action, const std::string& what, bool offer_always,
+                                    int cancel_fd) {
+    return mcp::ask_over(fd, action, what, offer_always, cancel_fd);
+  };
+}
+
+Answer ask_person(const std::string& action, const std::string& what, bool offer_always) {
+  const session::Hooks::Ask ask = person_ask();
+  if (!ask) return {false, false, policy::nobody_to_ask(action)};
+  return ask(action, what, offer_always, -1);
 }
 
 void remember_always(const std::string& id, const std::vector<std::string>& actions) {

@@ -25,6 +25,16 @@ using Answer = session::Answer;
 // ask_terminal where stdin and stderr are a terminal, else unset (nobody to ask).
 [[nodiscard]] session::Hooks::Ask terminal_ask();
 
+// Run by `chock mcp` for a tool call (memory, fetch, apply), this command's
+// questions go back to it on the ask channel it was handed
+// (mcp/ask_channel.hpp), and the person answers through the MCP client.
+// Taken once at start, before anything runs.
+void take_ask_channel();
+// The channel when there is one, else terminal_ask().
+[[nodiscard]] session::Hooks::Ask person_ask();
+// Asks through person_ask(); nobody to ask is a refusal naming the row to add.
+[[nodiscard]] Answer ask_person(const std::string& action, const std::string& what, bool offer_always = true);
+
 // The person answered `a`: `actions` are answered yes for the rest of
 // session `id` (kept in its session.json, under its lock). A failure is a
 // warning: the answer given still stands for this command.

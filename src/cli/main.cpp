@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cli/command.hpp"
+#include "cli/layer_flags.hpp"
 #include "version.inc"  // generated: CHOCK_VERSION, CHOCK_COMMIT
 
 namespace {
@@ -51,6 +52,7 @@ void chock::cli::add_every_command(CLI::App& app, Action& action) {
 namespace {
 
 int run_main(int argc, char** argv) {
+  chock::cli::take_ask_channel();
   CLI::App app{"chock: a sandbox for AI-agent tool calls", "chock"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "chock " CHOCK_VERSION " (commit " CHOCK_COMMIT ")");

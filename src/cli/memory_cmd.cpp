@@ -190,7 +190,7 @@ int write(const MemoryOptions& o) {
   layer_options.project_dir = t->project;
   auto layers = config::load_layers(layer_options);
   if (!layers) return fail(layers.error());
-  session::NetRules rules(layers->table, t->always, t->session != "none", terminal_ask());
+  session::NetRules rules(layers->table, t->always, t->session != "none", person_ask());
   const net::Ruling ruling =
       rules.ask(policy::kMemoryWrite, "write the note " + o.name + " to the knowledgebase");
   if (!ruling.allowed) {

@@ -77,7 +77,7 @@ int run_call(const RunOptions& o, JsonCapture* json) {
   CancelSignals cancel;
   r.cancel_fd = cancel.fd();
   session::Hooks hooks;
-  hooks.ask = terminal_ask();
+  hooks.ask = person_ask();
   hooks.say = say;
   // Long steps say where they are, on a terminal only; from how long a step
   // reports, tests set 0 rather than depend on the disk's speed.

@@ -115,7 +115,7 @@ int cancel(const std::string& id) {
 int publish(const std::string& id, const std::string& spec, const config::LayerOptions& options) {
   auto t = session::find_task(id);
   if (!t) return fail(t.error());
-  auto port = session::publish_to_task(*t, spec, options, terminal_ask());
+  auto port = session::publish_to_task(*t, spec, options, person_ask());
   if (!port) return fail(port.error());
   std::printf("http://127.0.0.1:%u/\n", static_cast<unsigned>(port->host_port));
   std::fprintf(stderr,

@@ -193,7 +193,7 @@ void Server::initialized() {
     if (!roots_pending_ || roots_asked_) return;
     roots_asked_ = true;
   }
-  ask_client_then("roots/list", Json::object(), [this](const std::optional<Json>& a) { take_roots(a); });
+  (void)outgoing_.ask("roots/list", Json::object(), [this](const std::optional<Json>& a) { take_roots(a); });
 }
 
 void Server::take_roots(const std::optional<Json>& answer) {

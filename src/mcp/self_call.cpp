@@ -4,12 +4,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <string_view>
 
+#include "mcp/ask_channel.hpp"
 #include "util/fd.hpp"
 
 extern char** environ;
@@ -44,16 +47,36 @@ Expected<SelfResult> call_self(const SelfCall& call) {
   argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // The child's ends, at 0..2 after the dups.
-  std::array<int, 3> child_end{pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get()};
+  // The ask channel: the child's end becomes its descriptor 3, named in its environment.
+  UniqueFd ask_end, ask_child_end;
+  const std::string ask_variable = std::string(kAskChannelVariable) + "=";
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!std::string_view(*e).starts_with(ask_variable)) env_strings.emplace_back(*e);
+  if (call.ask) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+      return sys_error("socketpair, for a tool call's questions");
+    ask_end.reset(pair[0]);
+    ask_child_end.reset(pair[1]);
+    env_strings.push_back(std::string(kAskChannelVariable) + "=3");
+  }
+  std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  // The child's ends, at 0..3 after the dups.
+  const std::size_t placed = call.ask ? 4 : 3;
+  std::array<int, 4> child_end{pipes[0].read.get(), pipes[1].write.get(), pipes[2].write.get(),
+                               ask_child_end.get()};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return sys_error("fork, for a tool call");
   if (pid == 0) {
     // Async-signal-safe calls only. Each end is first moved above 2, so no
     // dup2 below overwrites one still to be placed.
-    for (std::size_t i = 0; i < used; ++i) child_end[i] = ::fcntl(child_end[i], F_DUPFD_CLOEXEC, 10);
-    for (std::size_t i = 0; i < used; ++i)
+    for (std::size_t i = 0; i < placed; ++i) child_end[i] = ::fcntl(child_end[i], F_DUPFD_CLOEXEC, 10);
+    for (std::size_t i = 0; i < placed; ++i)
       if (child_end[i] < 0 || ::dup2(child_end[i], static_cast<int>(i)) < 0) ::_exit(127);
     if (!call.cwd.empty() && ::chdir(call.cwd.c_str()) != 0) ::_exit(127);
     ::setsid();
@@ -63,10 +86,11 @@ Expected<SelfResult> call_self(const SelfCall& call) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv[0], argv.data(), environ);
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   for (std::size_t i = 0; i < used; ++i) (i == 0 ? pipes[i].read : pipes[i].write).reset();
+  ask_child_end.reset();
 
   SelfResult r;
   std::array<Captured*, 3> into{nullptr, &r.out, &r.err};
@@ -88,6 +112,10 @@ Expected<SelfResult> call_self(const SelfCall& call) {
         which.push_back(i);
       }
     if (fds.empty()) break;
+    if (ask_end) {
+      fds.push_back({ask_end.get(), POLLIN, 0});
+      which.push_back(3);
+    }
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       return sys_error("poll, in a tool call");
@@ -95,6 +123,11 @@ Expected<SelfResult> call_self(const SelfCall& call) {
     for (std::size_t k = 0; k < fds.size(); ++k) {
       if (fds[k].revents == 0) continue;
       const std::size_t i = which[k];
+      if (i == 3) {
+        // The command waits for this answer, so its output waits too.
+        if (!answer_one(ask_end.get(), call.ask)) ask_end.reset();
+        continue;
+      }
       if (i == 0) {
         const ssize_t n =
             ::write(pipes[0].write.get(), call.input.data() + written, call.input.size() - written);

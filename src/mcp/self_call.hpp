@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chock/error.hpp"
+#include "chock/session.hpp"
 
 namespace chock::mcp {
 
@@ -25,6 +26,9 @@ struct SelfCall {
   std::string input;              // its stdin (then closed)
   std::string cwd;                // where it starts (a session's project: `chock run` checks it is there)
   std::size_t cap = 64U << 10;    // kept of each stream
+  // Set: the command's policy questions come back on an ask channel
+  // (ask_channel.hpp) and are answered with it; unset: it has nobody to ask.
+  session::Hooks::Ask ask;
 };
 
 struct SelfResult {

@@ -40,6 +40,7 @@ Server::Server(const ServerOptions& o, int in, int out)
       in_(in),
       in_fd_(in),
       out_(out),
+      outgoing_([this](const Json& message) { send(message); }),
       session_(o.session),
       project_(o.project),
       failure_(o.failure),
@@ -200,15 +201,7 @@ int Server::run() {
 
 void Server::dispatch(Message m, const std::shared_ptr<Batch>& batch) {
   if (m.kind == Message::Kind::response) {
-    Answered then;
-    {
-      std::lock_guard lock(mutex_);
-      const auto asked = asked_.find(m.id.dump());
-      if (asked == asked_.end()) return;
-      then = std::move(asked->second);
-      asked_.erase(asked);
-    }
-    then(m.is_error() ? std::nullopt : std::optional<Json>(m.result));
+    (void)outgoing_.take(m);  // an answer to nothing asked is dropped
     return;
   }
   if (m.kind == Message::Kind::notification) {
@@ -249,6 +242,7 @@ void Server::dispatch(Message m, const std::shared_ptr<Batch>& batch) {
   }
   auto flight = std::make_shared<Flight>();
   flight->id = m.id;
+  if (m.params.is_object() && m.params.value("name", Json()).is_string()) flight->tool = m.params["name"];
   flight->batch = batch;
   if (m.params.is_object() && m.params.contains("_meta") && m.params["_meta"].is_object())
     flight->progress_token = m.params["_meta"].value("progressToken", Json());
@@ -331,45 +325,16 @@ void Server::progress_loop() {
 
 void Server::end_everything() {
   // Questions to a client that is gone are never answered.
-  std::map<std::string, Answered> asked;
   {
     std::lock_guard lock(mutex_);
     ending_ = true;
-    asked.swap(asked_);
   }
-  for (auto& [id, then] : asked) then(std::nullopt);
+  outgoing_.end();
   std::lock_guard lock(mutex_);
   ending_ = true;
   next_.reset();  // its first process hears there is no call, and ends
   for (auto& [id, f] : flights_) f->cancel(false);
   changed_.notify_all();
-}
-
-void Server::ask_client_then(const std::string& method, Json params, Answered then) {
-  std::string id;
-  std::optional<Answered> unasked;  // a client that is gone is never asked
-  {
-    std::lock_guard lock(mutex_);
-    if (ending_) {
-      unasked = std::move(then);
-    } else {
-      id = "chock-" + std::to_string(++asked_count_);
-      asked_[Json(id).dump()] = std::move(then);
-    }
-  }
-  if (unasked) {
-    (*unasked)(std::nullopt);
-    return;
-  }
-  send(request(id, method, std::move(params)));
-}
-
-std::optional<Json> Server::ask_client(const std::string& method, Json params) {
-  auto answered = std::make_shared<std::promise<std::optional<Json>>>();
-  auto answer = answered->get_future();
-  ask_client_then(method, std::move(params),
-                  [answered](const std::optional<Json>& a) { answered->set_value(a); });
-  return answer.get();
 }
 
 int serve(const ServerOptions& options, int in, int out) {

@@ -21,6 +21,7 @@
 
 #include "chock/session.hpp"
 #include "mcp/jsonrpc.hpp"
+#include "mcp/questions.hpp"
 #include "mcp/self_call.hpp"
 #include "mcp/server.hpp"
 #include "policy/policy.hpp"
@@ -51,6 +52,7 @@ struct Batch {
 // NOLINTNEXTLINE(bugprone-exception-escape): its Json, as every Message's, allocates
 struct Flight {
   Json id;
+  std::string tool;                    // its name
   Json progress_token;                 // null: the client asked for no progress
   std::shared_ptr<Batch> batch;        // the batch it came in, if any
   std::atomic<bool> cancelled{false};  // by the client: its answer is never sent
@@ -89,8 +91,10 @@ class Server {
     session::Outcome outcome;
   };
   Expected<Ran> run_in_session(session::Request request, Flight& flight, std::size_t cap);
-  // Asks the client (elicitation); nullopt when it cannot or did not answer.
-  std::optional<Json> ask_client(const std::string& method, Json params);
+  // The policy's questions of tool call `flight`, asked through the client;
+  // unset when the client declared no elicitation (then a rule that asks is
+  // a refusal naming the row to add).
+  [[nodiscard]] session::Hooks::Ask person_ask(Flight& flight);
   // Chock's own line, also to the client as notifications/message (the
   // logging capability) when its level is at or above the client's.
   void log(const std::string& line);
@@ -101,15 +105,12 @@ class Server {
   [[nodiscard]] const ServerOptions& options() const { return o_; }
 
  private:
-  using Answered = std::function<void(std::optional<Json>)>;
+  using Answered = Outgoing::Answered;
   void take_line(const LineReader::Line& line);
   // A request's answer: sent, or kept for its batch's array.
   void answer(const std::shared_ptr<Batch>& batch, std::optional<Json> message);
   void answer_in(const std::shared_ptr<Batch>& batch, Json message);  // an answer that is not awaited
   void take_batch(Parsed p);
-  // Sends a request to the client; `then` gets its result (nullopt: an error,
-  // or no answer ever), on the reader's thread.
-  void ask_client_then(const std::string& method, Json params, Answered then);
   // A sandbox begun for the next call (session::prepare), by the reader's
   // thread only; taken by the call that comes, begun anew once it ends.
   void prepare_next();
@@ -143,15 +144,16 @@ class Server {
   Json file_call(const std::string& name, const Json& args, Flight& flight);
   Json workspace_status(Flight& flight);
   Json read_memory(const Json& args);
-  Json write_memory(const Json& args);
-  Json fetch_url(const Json& args);
-  Json apply(const Json& args);
+  Json write_memory(const Json& args, Flight& flight);
+  Json fetch_url(const Json& args, Flight& flight);
+  Json apply(const Json& args, Flight& flight);
   // Chock's own lines of a command's stderr, each also logged to the client.
   std::vector<std::string> said(const Captured& err);
   [[nodiscard]] std::vector<std::string> layer_args() const;
   [[nodiscard]] std::vector<std::string> place() const;
-  [[nodiscard]] Expected<SelfResult> command(std::vector<std::string> args,
-                                             const std::string& input = {}) const;
+  // A `chock` command of its own; its questions (if any) go to `ask`.
+  [[nodiscard]] Expected<SelfResult> command(std::vector<std::string> args, const std::string& input = {},
+                                             session::Hooks::Ask ask = nullptr) const;
 
   const ServerOptions& o_;
   LineReader in_;
@@ -161,13 +163,12 @@ class Server {
   std::mutex out_mutex_;      // one message at a time on stdout
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
+  Outgoing outgoing_;  // Chock's own requests to the client (roots, questions)
   std::string session_;
   bool making_session_ = false;
   Json client_capabilities_ = Json::object();
   std::map<std::string, std::shared_ptr<Flight>> flights_;  // by the id, dumped
   std::list<std::thread> workers_;
-  std::map<std::string, Answered> asked_;
-  long asked_count_ = 0;
   bool ending_ = false;
   std::optional<Begun> next_;
   // The lifecycle.

@@ -8,6 +8,7 @@
 #include "mcp/self_call.hpp"
 #include "mcp/server_impl.hpp"
 #include "session/tasks.hpp"
+#include "util/escape.hpp"
 #include "util/json.hpp"
 #include "util/split.hpp"
 
@@ -65,6 +66,17 @@ std::string last_line_of(std::string_view bytes) {
 
 }  // namespace
 
+session::Hooks::Ask Server::person_ask(Flight& flight) {
+  if (!client_can("elicitation")) return nullptr;
+  const std::string during =
+      "the tool call " + printable(flight.tool) + " (request " + flight.id.dump() + ")";
+  return [this, &flight, during](const std::string& action, const std::string& what, bool offer_always,
+                                 int cancel_fd) {
+    return ask_person(outgoing_, {action, what, during, offer_always}, cancel_fd,
+                      [&flight] { return flight.cancelled.load(); });
+  };
+}
+
 Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& flight, std::size_t cap) {
   request.project = project();
   request.org_bundle = o_.layers.org_bundle;
@@ -108,6 +120,7 @@ Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& f
     making_session_ = false;
     changed_.notify_all();
   };
+  hooks.ask = person_ask(flight);
   const bool background = request.background;
   session::Call call(std::move(request), std::move(hooks));
   if (!background)
@@ -141,10 +154,10 @@ Json Server::call_tool(const std::string& name, const Json& args, Flight& flight
   if (name == "run_command") return run_command(args, flight);
   if (name == "task_output") return task_output(args);
   if (name == "read_memory") return read_memory(args);
-  if (name == "write_memory") return write_memory(args);
-  if (name == "fetch_url") return fetch_url(args);
+  if (name == "write_memory") return write_memory(args, flight);
+  if (name == "fetch_url") return fetch_url(args, flight);
   if (name == "workspace_status") return workspace_status(flight);
-  if (name == "apply") return apply(args);
+  if (name == "apply") return apply(args, flight);
   return file_call(name, args, flight);
 }
 
@@ -306,8 +319,10 @@ std::vector<std::string> Server::place() const {
   return {"--project", project()};
 }
 
-Expected<SelfResult> Server::command(std::vector<std::string> args, const std::string& input) const {
+Expected<SelfResult> Server::command(std::vector<std::string> args, const std::string& input,
+                                     session::Hooks::Ask ask) const {
   SelfCall c;
+  c.ask = std::move(ask);
   c.chock = o_.chock;
   c.cwd = project();
   c.args = std::move(args);
@@ -337,7 +352,7 @@ Json Server::read_memory(const Json& args) {
   return tool_result(Json::array({text(shown)}), r->exit_status != 0);
 }
 
-Json Server::write_memory(const Json& args) {
+Json Server::write_memory(const Json& args, Flight& flight) {
   std::vector<std::string> a{"memory",
                              "write",
                              args["name"].get<std::string>(),
@@ -347,19 +362,19 @@ Json Server::write_memory(const Json& args) {
                              args["description"].get<std::string>()};
   for (const auto& p : place()) a.push_back(p);
   for (const auto& l : layer_args()) a.push_back(l);
-  auto r = command(a, args["body"].get<std::string>());
+  auto r = command(a, args["body"].get<std::string>(), person_ask(flight));
   if (!r) return tool_error(r.error().message());
   return tool_result(Json::array({text(joined(said(r->err)) + r->out.head)}), r->exit_status != 0);
 }
 
-Json Server::fetch_url(const Json& args) {
+Json Server::fetch_url(const Json& args, Flight& flight) {
   std::vector<std::string> a{"fetch", args["url"].get<std::string>(), "--text"};
   if (args.contains("max_bytes")) {
     a.insert(a.end(), {"--max-bytes", std::to_string(args["max_bytes"].get<long long>())});
   }
   for (const auto& p : place()) a.push_back(p);
   for (const auto& l : layer_args()) a.push_back(l);
-  auto r = command(a);
+  auto r = command(a, {}, person_ask(flight));
   if (!r) return tool_error(r.error().message());
   const std::vector<std::string> lines = said(r->err);
   Json content = Json::array({text(with_cut(r->out.head, r->out.cut()))});
@@ -367,37 +382,27 @@ Json Server::fetch_url(const Json& args) {
   return tool_result(content, r->exit_status != 0);
 }
 
-Json Server::apply(const Json& args) {
+// The question is asked by `chock apply` itself (through the ask channel),
+// so it names the commits and the paths they change; a change to the
+// project's configuration is refused there before any question, as it needs
+// a terminal that shows its diff.
+Json Server::apply(const Json& args, Flight& flight) {
   const std::string id = session();
   if (id.empty()) return tool_error("no session yet: nothing to apply");
   const std::string mode = args.value("mode", std::string("merge"));
-  auto table = policy_table();
-  if (!table) return tool_error(table.error().message());
-  const policy::Answer a = table->decide(policy::kWorkspaceApply);
   std::vector<std::string> cmd{"apply", id, "--mode", mode};
   for (const auto& l : layer_args()) cmd.push_back(l);
-  if (a.decision == policy::Decision::ask) {
-    const std::string by_hand = "chock apply " + id;
-    if (!client_can("elicitation"))
+  session::Hooks::Ask ask = person_ask(flight);
+  if (!ask) {
+    auto table = policy_table();
+    if (!table) return tool_error(table.error().message());
+    if (table->decide(policy::kWorkspaceApply).decision == policy::Decision::ask)
       return tool_error(
           "workspace.apply asks, and this client cannot ask the person (no elicitation): the person applies "
-          "it "
-          "with `" +
-          by_hand + "` in the project");
-    auto answer = ask_client(
-        "elicitation/create",
-        {{"message", "Apply the commits of Chock session " + id + " onto the project's branch (" + mode +
-                         ")? workspace_status lists them."},
-         {"requestedSchema",
-          {{"type", "object"},
-           {"properties", {{"apply", {{"type", "boolean"}, {"title", "Apply the session's commits"}}}}},
-           {"required", {"apply"}}}}});
-    const bool yes = answer && answer->value("action", "") == "accept" && answer->contains("content") &&
-                     (*answer)["content"].is_object() && (*answer)["content"].value("apply", false);
-    if (!yes) return tool_error("the person did not approve applying session " + id);
-    cmd.push_back("--yes");
+          "it with `chock apply " +
+          id + "` in the project");
   }
-  auto r = command(cmd);
+  auto r = command(cmd, {}, std::move(ask));
   if (!r) return tool_error(r.error().message());
   return tool_result(Json::array({text(joined(said(r->err)) + r->out.head)}), r->exit_status != 0);
 }

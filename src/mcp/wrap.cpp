@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "chock/session.hpp"
+#include "mcp/questions.hpp"
 #include "mcp/server.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
@@ -54,6 +56,25 @@ std::optional<Json> ToolFilter::from_server(const Message& m) {
 }
 
 namespace {
+
+// Ids of the relay's own questions to the client: "chock-wrap-<random>-N",
+// which the server cannot guess (and a request of its own under that
+// prefix is refused all the same).
+std::string question_prefix() {
+  std::uint64_t n = 0;
+  if (::getrandom(&n, sizeof n, 0) != static_cast<ssize_t>(sizeof n))
+    n = static_cast<std::uint64_t>(::getpid());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "chock-wrap-%016llx-", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+// The client declared that it answers elicitation requests.
+bool declares_elicitation(const Message& m) {
+  if (m.kind != Message::Kind::request || m.method != "initialize" || !m.params.is_object()) return false;
+  const Json caps = m.params.value("capabilities", Json());
+  return caps.is_object() && caps.contains("elicitation") && caps["elicitation"].is_object();
+}
 
 // The wrapped server's run through the session engine, on a thread of its
 // own: its outcome, once it has ended.
@@ -134,15 +155,6 @@ int wrap(const WrapOptions& o) {
   r.network = filtered ? Network::filtered : Network::none;
   r.org_bundle = o.layers.org_bundle;
   r.policy_rules = o.layers.policy_rules;
-  session::Hooks hooks;
-  // Nobody can answer for a server: what asks is refused.
-  hooks.say = [](const std::string& line) { std::fprintf(stderr, "chock: %s\n", line.c_str()); };
-  hooks.started = let_go_of_ends;
-
-  ::signal(SIGPIPE, SIG_IGN);
-  ServerRun run(std::move(r), std::move(hooks));
-  run.start();
-  ToolFilter filter(o.name, layers->table);
   // Apart, so a write to a slow client never holds up the reading of its requests.
   std::mutex lock;    // the filter's state
   std::mutex output;  // our stdout
@@ -151,6 +163,25 @@ int wrap(const WrapOptions& o) {
     std::lock_guard<std::mutex> g(output);
     (void)write_all(STDOUT_FILENO, line, "stdout");
   };
+  // The server's own net.connect rows that ask are asked of the person
+  // through the client, when it declared elicitation; else they are refused.
+  const std::string prefix = question_prefix();
+  Outgoing questions([&to_client](const Json& m) { to_client(serialize(m)); }, prefix);
+  std::atomic<bool> can_elicit{false};
+  session::Hooks hooks;
+  hooks.say = [](const std::string& line) { std::fprintf(stderr, "chock: %s\n", line.c_str()); };
+  hooks.started = let_go_of_ends;
+  hooks.ask = [&questions, &can_elicit, during = "the MCP server " + printable(o.name)](
+                  const std::string& action, const std::string& what, bool offer_always, int cancel_fd) {
+    if (!can_elicit.load())
+      return session::Answer{false, false, policy::nobody_to_ask(action) + " (this client cannot be asked)"};
+    return ask_person(questions, {action, what, during, offer_always}, cancel_fd, nullptr);
+  };
+
+  ::signal(SIGPIPE, SIG_IGN);
+  ServerRun run(std::move(r), std::move(hooks));
+  run.start();
+  ToolFilter filter(o.name, layers->table);
 
   std::thread from_server([&] {
     LineReader server(out_read.get());
@@ -172,10 +203,19 @@ int wrap(const WrapOptions& o) {
         }
         continue;
       }
+      const Message& m = *p.message;
+      if (m.kind == Message::Kind::request && m.id.is_string() &&
+          m.id.get<std::string>().starts_with("chock-wrap-")) {
+        // Its answer could be taken for the person's answer to Chock's question.
+        std::fprintf(stderr,
+                     "chock: mcp wrap: the server %s sent a request under the relay's own ids; dropped\n",
+                     printable(o.name).c_str());
+        continue;
+      }
       std::optional<Json> instead;
       {
         std::lock_guard<std::mutex> g(lock);
-        instead = filter.from_server(*p.message);
+        instead = filter.from_server(m);
       }
       to_client(instead ? serialize(*instead) : line->text + "\n");
     }
@@ -213,6 +253,8 @@ int wrap(const WrapOptions& o) {
                                          "a batch (JSON array) is not relayed: one message a line")));
     if (p.reply) to_client(serialize(*p.reply));
     if (!p.message) continue;
+    if (questions.take(*p.message)) continue;  // the person's answer to the relay's own question
+    if (declares_elicitation(*p.message)) can_elicit.store(true);
     std::optional<Json> refusal;
     {
       std::lock_guard<std::mutex> g(lock);
@@ -228,6 +270,7 @@ int wrap(const WrapOptions& o) {
   // As MCP's stdio shutdown goes: its input closed, a moment to end by
   // itself, then the call cancelled, which ends every process of it.
   client_gone.store(true);
+  questions.end();
   in_write.reset();
   if (!run.ended(std::chrono::seconds(2))) run.cancel();
   const int status = run.join();

@@ -4,7 +4,9 @@
 // reads every message: tools the policy denies (mcp.<NAME>.tool.<tool>) are
 // taken out of tools/list answers and refused in tools/call; everything else
 // passes as it came. The server's network is none unless
-// mcp.<NAME>.network = allow (then filtered).
+// mcp.<NAME>.network = allow (then filtered); a net.connect row of its that
+// asks is asked of the person through the client (questions.hpp) when the
+// client declared elicitation, and refused otherwise.
 #pragma once
 
 #include <string>

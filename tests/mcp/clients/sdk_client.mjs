@@ -1,7 +1,10 @@
 // A client on the official TypeScript SDK (Client + StdioClientTransport),
 // driven by a plan: node sdk_client.mjs PLAN.json
 //   {"command": "...", "args": [...], "cwd": "...",
-//    "elicit": "accept" | "decline" (answers elicitation; absent: not declared),
+//    "elicit": HOW or [HOW...] (declares elicitation and answers each question: the next HOW
+//              of the list, "decline" once it is used up; absent: not declared). HOW is
+//              "accept" (chooses "yes"), "always" ("always for this session"), "no",
+//              "decline" or "cancel" (the protocol's own actions), "never" (no answer),
 //    "roots": [{"uri", "name"}...] (declares roots and answers roots/list with these),
 //    "steps": [STEP...],
 //    "hold": true (after the steps, print the server's pid and wait to be killed)}
@@ -16,6 +19,8 @@
 //   {"close_during": STEP, "after_ms": N}  STEP started, the client closed N ms later
 //   {"set_level": LEVEL}                 logging/setLevel
 //   {"logs": true}                       the notifications/message received so far (and forgets them)
+//   {"elicitations": true}               the questions asked so far, {message, requestedSchema}
+//                                        each (and forgets them)
 //   {"schemas": true}                    every tool's inputSchema and outputSchema compiled by Ajv
 //                                        in JSON Schema 2020-12 mode, strict: {"schema_errors": [...]}
 // A tools/call STEP with "validate": true also checks its structuredContent against the tool's
@@ -23,7 +28,7 @@
 // "tampered_valid"} (the same content with one key added, which the schema must refuse).
 // One JSON line per step on stdout: {"tools": [names]}, {"result": ...}, {"error": {"code", "message"}},
 // {"aborted": true}, {"pong": true}, {"concurrent": [...]}, {"processes": n}, {"closed": {...}},
-// {"level_set": LEVEL}, {"logs": [params...]};
+// {"level_set": LEVEL}, {"logs": [params...]}, {"elicitations": [...]};
 // steps of a concurrent group carry "ms" (their own time) and "done_ms" (since the group began),
 // a call with "progress" carries "progress" (notifications seen). At the end (unless "hold"):
 // {"unknown_responses": n} (answers for requests the client no longer waits for).
@@ -52,10 +57,18 @@ if (plan.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ 
 let logs = [];
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
 let definitions = [];
+let elicitations = [];
 if (plan.elicit) {
+  const answers = Array.isArray(plan.elicit) ? [...plan.elicit] : null;
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    console.error(`elicitation: ${request.params.message}`);
-    return plan.elicit === "accept" ? { action: "accept", content: { apply: true } } : { action: "decline" };
+    const { message, requestedSchema } = request.params;
+    elicitations.push({ message, requestedSchema });
+    console.error(`elicitation: ${message}`);
+    const how = answers ? (answers.shift() ?? "decline") : plan.elicit;
+    if (how === "decline" || how === "cancel") return { action: how };
+    if (how === "never") return new Promise(() => {});
+    const answer = { accept: "yes", always: "always for this session", no: "no" }[how];
+    return { action: "accept", content: { answer } };
   });
 }
 let unknownResponses = 0;
@@ -116,6 +129,11 @@ async function run(step) {
       const seen = logs;
       logs = [];
       return { logs: seen };
+    }
+    if (step.elicitations) {
+      const seen = elicitations;
+      elicitations = [];
+      return { elicitations: seen };
     }
     if (step.schemas) {
       const errors = [];
