@@ -185,15 +185,15 @@ int apply(const ApplyOptions& o) {
 
 }  // namespace
 
-void add_apply_command(CLI::App& app, Action& action) {
+void add_apply_command(Command app, Action& action) {
   auto o = std::make_shared<ApplyOptions>();
-  CLI::App* cmd = app.add_subcommand("apply", "Bring a session's commits onto the checked-out branch");
-  cmd->add_option("session", o->session, "The session (default: the one of this project with commits)");
-  cmd->add_option("--mode", o->mode, "merge (default), rebase or squash, when the branch has moved")
-      ->check(CLI::IsMember({"merge", "rebase", "squash"}));
-  cmd->add_flag("--yes", o->yes, "Answer yes when the policy asks (a deny still refuses)");
-  add_layer_flags(*cmd, o->layers);
-  cmd->callback([o, &action] { action = [o] { return apply(*o); }; });
+  Command cmd = app.add_subcommand("apply", "Bring a session's commits onto the checked-out branch");
+  cmd.add_option("session", o->session, "The session (default: the one of this project with commits)");
+  cmd.add_option("--mode", o->mode, "merge (default), rebase or squash, when the branch has moved")
+      .check(Check::one_of({"merge", "rebase", "squash"}));
+  cmd.add_flag("--yes", o->yes, "Answer yes when the policy asks (a deny still refuses)");
+  add_layer_flags(cmd, o->layers);
+  cmd.callback([o, &action] { action = [o] { return apply(*o); }; });
 }
 
 }  // namespace chock::cli

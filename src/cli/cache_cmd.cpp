@@ -48,19 +48,18 @@ int clear(const std::string& dir) {
 
 }  // namespace
 
-void add_cache_command(CLI::App& app, Action& action) {
+void add_cache_command(Command app, Action& action) {
   auto project = std::make_shared<std::string>();
-  CLI::App* cmd =
-      app.add_subcommand("cache", "The project's toolchain cache (/run/chock/cache in its calls)");
-  cmd->require_subcommand(1);
-  CLI::App* path = cmd->add_subcommand("path", "Print where the cache is, and its size");
-  path->add_option("--project", *project, "The project (default: the current directory)");
-  path->callback([project, &action] { action = [project] { return show(*project); }; });
-  CLI::App* c = cmd->add_subcommand(
+  Command cmd = app.add_subcommand("cache", "The project's toolchain cache (/run/chock/cache in its calls)");
+  cmd.require_subcommand(1);
+  Command path = cmd.add_subcommand("path", "Print where the cache is, and its size");
+  path.add_option("--project", *project, "The project (default: the current directory)");
+  path.callback([project, &action] { action = [project] { return show(*project); }; });
+  Command c = cmd.add_subcommand(
       "clear",
       "Remove everything in the project's toolchain cache, and the kept answer of its Nix dev shell");
-  c->add_option("--project", *project, "The project (default: the current directory)");
-  c->callback([project, &action] { action = [project] { return clear(*project); }; });
+  c.add_option("--project", *project, "The project (default: the current directory)");
+  c.callback([project, &action] { action = [project] { return clear(*project); }; });
 }
 
 }  // namespace chock::cli

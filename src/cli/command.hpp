@@ -2,14 +2,10 @@
 // and sets `action` to what runs once the command line has parsed.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
-#include <cmath>
-#include <cstdlib>
 #include <functional>
-#include <string>
 
 #include "chock/error.hpp"
+#include "cli/flags.hpp"
 
 namespace chock::cli {
 
@@ -26,57 +22,45 @@ inline int exit_status_for(const Error& e, int otherwise) {
   return e.kind == Errc::no_such_session ? kExitChockFailed : otherwise;
 }
 
-// A number of seconds above 0, as --timeout takes it (CLI11's PositiveNumber
-// would print the whole range of a double when the value is not a number).
-inline const CLI::Validator kPositiveSeconds(
-    [](const std::string& text) -> std::string {
-      char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v <= 0)
-        return "expected a number of seconds above 0, not '" + text + "'";
-      return {};
-    },
-    "SECONDS");
-
-void add_sandbox_command(CLI::App& app, Action& action);
+void add_sandbox_command(Command app, Action& action);
 
 // `chock run`: one tool call in the project's workspace (run_cmd.cpp).
-void add_run_command(CLI::App& app, Action& action);
+void add_run_command(Command app, Action& action);
 // `chock apply`: a session's commits onto the checked-out branch (apply_cmd.cpp).
-void add_apply_command(CLI::App& app, Action& action);
+void add_apply_command(Command app, Action& action);
 // `chock workspace list|remove|clear|adopt` (workspace_cmd.cpp).
-void add_workspace_command(CLI::App& app, Action& action);
+void add_workspace_command(Command app, Action& action);
 // `chock policy [explain ACTION]` (policy_cmd.cpp).
-void add_policy_command(CLI::App& app, Action& action);
+void add_policy_command(Command app, Action& action);
 // `chock sessions verify SESSION` (sessions_cmd.cpp).
-void add_sessions_command(CLI::App& app, Action& action);
+void add_sessions_command(Command app, Action& action);
 // `chock fetch URL`: fetch_url on the host side, every hop judged (fetch_cmd.cpp).
-void add_fetch_command(CLI::App& app, Action& action);
+void add_fetch_command(Command app, Action& action);
 // `chock doctor`: each layer tried on this machine, one row a layer (doctor_cmd.cpp).
-void add_doctor_command(CLI::App& app, Action& action);
+void add_doctor_command(Command app, Action& action);
 
 // cache_cmd.cpp
-void add_cache_command(CLI::App& app, Action& action);
+void add_cache_command(Command app, Action& action);
 // toolchain_cmd.cpp: `toolchain allow|deny|status`
-void add_toolchain_command(CLI::App& app, Action& action);
+void add_toolchain_command(Command app, Action& action);
 
 // credentials_cmd.cpp
-void add_credentials_command(CLI::App& app, Action& action);
+void add_credentials_command(Command app, Action& action);
 
 // memory_cmd.cpp: `memory`, and `memory-tool`, the fixed program of the
 // memory tools' own sandboxed call
-void add_memory_command(CLI::App& app, Action& action);
-void add_memory_tool_command(CLI::App& app, Action& action);
+void add_memory_command(Command app, Action& action);
+void add_memory_tool_command(Command app, Action& action);
 
 // tasks_cmd.cpp
-void add_tasks_command(CLI::App& app, Action& action);
+void add_tasks_command(Command app, Action& action);
 
 // completion_cmd.cpp: `completion bash|zsh`
-void add_completion_command(CLI::App& app, Action& action);
+void add_completion_command(Command app, Action& action);
 // main.cpp: every subcommand, as `chock --help` lists them
-void add_every_command(CLI::App& app, Action& action);
+void add_every_command(Command app, Action& action);
 
 // mcp_cmd.cpp: `mcp` (and `mcp wrap`)
-void add_mcp_command(CLI::App& app, Action& action);
+void add_mcp_command(Command app, Action& action);
 
 }  // namespace chock::cli

@@ -2,6 +2,8 @@
 // itself (every subcommand and option CLI11 knows), so it cannot drift from
 // it; session ids come from `chock workspace list` and policy actions from
 // the names Chock asks about.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -44,7 +46,7 @@ std::string joined(const std::vector<std::string>& words) {
 std::string bash_script() {
   CLI::App app{"chock", "chock"};
   Action ignored;
-  add_every_command(app, ignored);
+  add_every_command(Command(app), ignored);
   std::map<std::string, Level> levels;
   collect(app, "", levels);
   std::string actions;
@@ -120,12 +122,12 @@ int print_completion(const std::string& shell) {
 
 }  // namespace
 
-void add_completion_command(CLI::App& app, Action& action) {
+void add_completion_command(Command app, Action& action) {
   auto shell = std::make_shared<std::string>();
-  CLI::App* cmd =
+  Command cmd =
       app.add_subcommand("completion", "Print a shell completion script: chock completion bash|zsh");
-  cmd->add_option("shell", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
-  cmd->callback([shell, &action] { action = [shell] { return print_completion(*shell); }; });
+  cmd.add_option("shell", *shell, "bash or zsh").required().check(Check::one_of({"bash", "zsh"}));
+  cmd.callback([shell, &action] { action = [shell] { return print_completion(*shell); }; });
 }
 
 }  // namespace chock::cli

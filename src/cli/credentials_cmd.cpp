@@ -93,28 +93,28 @@ int remove(const std::string& text) {
 
 }  // namespace
 
-void add_credentials_command(CLI::App& app, Action& action) {
+void add_credentials_command(Command app, Action& action) {
   auto host = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = app.add_subcommand(
       "credentials", "Secrets chock fetch adds for exactly one host (https only); no call ever holds them");
-  cmd->require_subcommand(1);
-  CLI::App* s = cmd->add_subcommand("set", "Store HOST's secret, read from stdin");
-  s->add_option("host", *host, "The host, e.g. api.example.org")->required();
+  cmd.require_subcommand(1);
+  Command s = cmd.add_subcommand("set", "Store HOST's secret, read from stdin");
+  s.add_option("host", *host, "The host, e.g. api.example.org").required();
   auto spec = std::make_shared<net::CredentialSpec>();
-  s->add_option("--port", spec->port, "The port it is for (default 443)")->check(CLI::Range(1, 65535));
-  s->add_option("--header", spec->header, "The header that carries it (default Authorization)");
-  s->add_option(
+  s.add_option("--port", spec->port, "The port it is for (default 443)").check(Check::range(1, 65535));
+  s.add_option("--header", spec->header, "The header that carries it (default Authorization)");
+  s.add_option(
       "--format", spec->format,
       "The header's value, the secret at {} (default 'Bearer {}' for a bare token in Authorization)");
-  s->add_option("--env", spec->env,
-                "A variable the project's filtered calls see holding a sentinel in its place (e.g. "
-                "ANTHROPIC_API_KEY)");
-  s->callback([host, spec, &action] { action = [host, spec] { return set(*host, *spec); }; });
-  CLI::App* l = cmd->add_subcommand("list", "The hosts with a secret (never the secrets)");
-  l->callback([&action] { action = [] { return list(); }; });
-  CLI::App* r = cmd->add_subcommand("remove", "Forget HOST's secret");
-  r->add_option("host", *host, "The host")->required();
-  r->callback([host, &action] { action = [host] { return remove(*host); }; });
+  s.add_option("--env", spec->env,
+               "A variable the project's filtered calls see holding a sentinel in its place (e.g. "
+               "ANTHROPIC_API_KEY)");
+  s.callback([host, spec, &action] { action = [host, spec] { return set(*host, *spec); }; });
+  Command l = cmd.add_subcommand("list", "The hosts with a secret (never the secrets)");
+  l.callback([&action] { action = [] { return list(); }; });
+  Command r = cmd.add_subcommand("remove", "Forget HOST's secret");
+  r.add_option("host", *host, "The host").required();
+  r.callback([host, &action] { action = [host] { return remove(*host); }; });
 }
 
 }  // namespace chock::cli

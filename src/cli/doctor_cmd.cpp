@@ -37,16 +37,16 @@ int run_doctor(const DoctorOptions& o) {
 
 }  // namespace
 
-void add_doctor_command(CLI::App& app, Action& action) {
+void add_doctor_command(Command app, Action& action) {
   auto o = std::make_shared<DoctorOptions>();
-  CLI::App* cmd =
+  Command cmd =
       app.add_subcommand("doctor", "Try each layer of the sandbox on this machine and say which are on");
-  cmd->add_option("--project", o->project,
-                  "The project whose chock.zon to read (default: the current directory)")
-      ->type_name("DIR");
-  add_layer_flags(*cmd, o->layers);
-  cmd->add_flag("--json", o->json, "Print the rows as a JSON array");
-  cmd->callback([o, &action] { action = [o] { return run_doctor(*o); }; });
+  cmd.add_option("--project", o->project,
+                 "The project whose chock.zon to read (default: the current directory)")
+      .type_name("DIR");
+  add_layer_flags(cmd, o->layers);
+  cmd.add_flag("--json", o->json, "Print the rows as a JSON array");
+  cmd.callback([o, &action] { action = [o] { return run_doctor(*o); }; });
 }
 
 }  // namespace chock::cli

@@ -301,23 +301,23 @@ int fetch(const FetchOptions& o) {
 
 }  // namespace
 
-void add_fetch_command(CLI::App& app, Action& action) {
+void add_fetch_command(Command app, Action& action) {
   auto o = std::make_shared<FetchOptions>();
-  CLI::App* sub = app.add_subcommand("fetch",
-                                     "Fetch a web page on the host side (fetch_url): each hop judged by "
-                                     "net.fetch.<host>, no socket in the call");
-  sub->add_option("url", o->url, "http:// or https:// URL")->required();
-  sub->add_option("--project", o->project,
-                  "The project whose policy judges the fetch (default: the current directory's)");
-  sub->add_option("--session", o->session,
-                  "Log to this session and use its answers (default: a log of its own)");
-  sub->add_option("--output,-o", o->output, "Write the page to FILE (default: standard output)");
-  sub->add_option("--max-bytes", o->max_bytes, "Cut the (decoded) body at N bytes (default 1048576)");
-  sub->add_option("--timeout", o->timeout_s, "Give up after S seconds, redirects included (default 30)");
-  sub->add_option("--result", o->result, "Write what happened as JSON to FILE");
-  sub->add_flag("--text", o->text, "HTML as readable text, under a header naming where it came from");
-  add_layer_flags(*sub, o->layers);
-  sub->callback([o, &action] { action = [o] { return fetch(*o); }; });
+  Command sub = app.add_subcommand("fetch",
+                                   "Fetch a web page on the host side (fetch_url): each hop judged by "
+                                   "net.fetch.<host>, no socket in the call");
+  sub.add_option("url", o->url, "http:// or https:// URL").required();
+  sub.add_option("--project", o->project,
+                 "The project whose policy judges the fetch (default: the current directory's)");
+  sub.add_option("--session", o->session,
+                 "Log to this session and use its answers (default: a log of its own)");
+  sub.add_option("--output,-o", o->output, "Write the page to FILE (default: standard output)");
+  sub.add_option("--max-bytes", o->max_bytes, "Cut the (decoded) body at N bytes (default 1048576)");
+  sub.add_option("--timeout", o->timeout_s, "Give up after S seconds, redirects included (default 30)");
+  sub.add_option("--result", o->result, "Write what happened as JSON to FILE");
+  sub.add_flag("--text", o->text, "HTML as readable text, under a header naming where it came from");
+  add_layer_flags(sub, o->layers);
+  sub.callback([o, &action] { action = [o] { return fetch(*o); }; });
 }
 
 }  // namespace chock::cli

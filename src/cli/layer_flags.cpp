@@ -14,19 +14,19 @@
 
 namespace chock::cli {
 
-void add_layer_flags(CLI::App& sub, config::LayerOptions& options) {
+void add_layer_flags(Command sub, config::LayerOptions& options) {
   sub.add_option("--org-bundle", options.org_bundle,
                  "The organisation's policy bundle (default: /etc/chock/bundle.zon if present)")
-      ->type_name("PATH");
+      .type_name("PATH");
   sub.add_option(
          "--policy-rule", options.policy_rules,
          "A rule of yours that stands for the project's for this call (it replaces chock.zon's row for the "
          "same action; the organisation bundle still bounds it), e.g. "
          "net.connect.org.example.443=allow (repeatable)")
-      ->type_name("ACTION=DECISION")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      .type_name("ACTION=DECISION")
+      .type_size(1)
+      .expected(1)
+      .take_all();
 }
 
 Answer ask_terminal(const std::string& action, const std::string& what, bool offer_always, int cancel_fd) {

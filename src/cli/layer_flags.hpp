@@ -2,17 +2,16 @@
 // policy decides: --org-bundle PATH and --policy-rule ACTION=DECISION.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
 #include "chock/session.hpp"
+#include "cli/flags.hpp"
 #include "config/layers.hpp"
 
 namespace chock::cli {
 
-void add_layer_flags(CLI::App& sub, config::LayerOptions& options);
+void add_layer_flags(Command sub, config::LayerOptions& options);
 
 // Asks the person at the terminal about `action` (`y` yes, `n` no, `a` yes
 // and always for this session, unless `offer_always` is false). `what` says

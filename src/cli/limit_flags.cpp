@@ -6,7 +6,7 @@
 
 namespace chock::cli {
 
-void add_limit_flags(CLI::App& sub, LimitFlags& f) {
+void add_limit_flags(Command sub, LimitFlags& f) {
   sub.add_option("--memory", f.memory,
                  "memory of the whole call, e.g. 512MiB, 2GiB (cgroup memory.max, else measured by Chock)");
   sub.add_option("--data", f.data,

@@ -2,12 +2,11 @@
 // --cgroup. Parsed as text so a bad value gets a line naming the flag.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "chock/config.hpp"
 #include "chock/error.hpp"
+#include "cli/flags.hpp"
 #include "util/fd.hpp"
 
 namespace chock::cli {
@@ -17,7 +16,7 @@ struct LimitFlags {
 };
 
 // Registers the flags on a subcommand; values land in `flags` when it parses.
-void add_limit_flags(CLI::App& sub, LimitFlags& flags);
+void add_limit_flags(Command sub, LimitFlags& flags);
 
 // Fills config.limits and, for --cgroup, config.containment with a descriptor
 // that `cgroup_dir` keeps open for the life of the call.

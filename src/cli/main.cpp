@@ -1,4 +1,5 @@
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <string>
@@ -23,7 +24,7 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e, const char* subco
   return 2;
 }
 
-using AddCommand = void (*)(CLI::App&, chock::cli::Action&);
+using AddCommand = void (*)(chock::cli::Command, chock::cli::Action&);
 constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
     {"sandbox", chock::cli::add_sandbox_command},
     {"run", chock::cli::add_run_command},
@@ -45,7 +46,7 @@ constexpr std::pair<const char*, AddCommand> kSubcommands[] = {
 
 }  // namespace
 
-void chock::cli::add_every_command(CLI::App& app, Action& action) {
+void chock::cli::add_every_command(Command app, Action& action) {
   for (const auto& entry : kSubcommands) entry.second(app, action);
 }
 
@@ -65,12 +66,12 @@ int run_main(int argc, char** argv) {
   bool named = false;
   for (const auto& [name, add] : kSubcommands) {
     if (first == name) {
-      add(app, action);
+      add(chock::cli::Command(app), action);
       named = true;
     }
   }
   if (!named) {
-    for (const auto& entry : kSubcommands) entry.second(app, action);
+    for (const auto& entry : kSubcommands) entry.second(chock::cli::Command(app), action);
   }
 
   try {

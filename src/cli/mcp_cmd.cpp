@@ -67,32 +67,31 @@ int wrap(const McpOptions& o) {
 
 }  // namespace
 
-void add_mcp_command(CLI::App& app, Action& action) {
+void add_mcp_command(Command app, Action& action) {
   auto o = std::make_shared<McpOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = app.add_subcommand(
       "mcp",
       "Serve an agent's tools over MCP (stdio), each call sandboxed; `mcp wrap` sandboxes an MCP server");
-  cmd->add_option("--project", o->project, "The project (default: the current directory)");
-  cmd->add_option("--session", o->session,
-                  "Continue this session (default: a new one, made by the first call)");
-  add_layer_flags(*cmd, o->layers);
-  cmd->callback([o, &action, cmd] {
-    if (cmd->get_subcommands().empty()) action = [o] { return serve(*o); };
+  cmd.add_option("--project", o->project, "The project (default: the current directory)");
+  cmd.add_option("--session", o->session,
+                 "Continue this session (default: a new one, made by the first call)");
+  add_layer_flags(cmd, o->layers);
+  cmd.callback([o, &action, cmd] {
+    if (!cmd.subcommand_given()) action = [o] { return serve(*o); };
   });
-  CLI::App* w =
-      cmd->add_subcommand("wrap", "Run a third-party MCP server in a sandbox, behind Chock's relay");
-  w->add_option("name", o->name, "The server's name in the policy (mcp.NAME.network, mcp.NAME.tool.TOOL)")
-      ->required();
-  w->add_option("--project", o->project,
-                "The project whose workspace it runs in (default: the current directory)");
-  w->add_option("--env", o->env, "K=V in the server's environment (repeatable)")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  add_layer_flags(*w, o->layers);
+  Command w = cmd.add_subcommand("wrap", "Run a third-party MCP server in a sandbox, behind Chock's relay");
+  w.add_option("name", o->name, "The server's name in the policy (mcp.NAME.network, mcp.NAME.tool.TOOL)")
+      .required();
+  w.add_option("--project", o->project,
+               "The project whose workspace it runs in (default: the current directory)");
+  w.add_option("--env", o->env, "K=V in the server's environment (repeatable)")
+      .type_size(1)
+      .expected(1)
+      .take_all();
+  add_layer_flags(w, o->layers);
   // Not positionals_at_end: NAME comes first, and options may follow it before `--`.
-  w->add_option("command", o->argv, "The server's command, after --")->required();
-  w->callback([o, &action] { action = [o] { return wrap(*o); }; });
+  w.add_option("command", o->argv, "The server's command, after --").required();
+  w.callback([o, &action] { action = [o] { return wrap(*o); }; });
 }
 
 }  // namespace chock::cli

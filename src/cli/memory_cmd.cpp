@@ -269,42 +269,42 @@ int tool(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void add_memory_command(CLI::App& app, Action& action) {
+void add_memory_command(Command app, Action& action) {
   auto o = std::make_shared<MemoryOptions>();
-  CLI::App* cmd =
+  Command cmd =
       app.add_subcommand("memory", "The project's knowledgebase: notes an agent keeps between sessions");
-  cmd->require_subcommand(1);
-  auto common = [o](CLI::App* sub) {
-    sub->add_option("--project", o->project, "The project (default: the current directory)");
-    sub->add_option("--session", o->session, "The session the note belongs to (and whose project it is)");
+  cmd.require_subcommand(1);
+  auto common = [o](Command sub) {
+    sub.add_option("--project", o->project, "The project (default: the current directory)");
+    sub.add_option("--session", o->session, "The session the note belongs to (and whose project it is)");
   };
-  CLI::App* l = cmd->add_subcommand("list", "Every note's newest version");
+  Command l = cmd.add_subcommand("list", "Every note's newest version");
   common(l);
-  l->add_flag("--json", o->json, "Print the notes as JSON (docs/schemas/memory-list.schema.json)");
-  l->callback([o, &action] { action = [o] { return list(*o); }; });
-  CLI::App* r = cmd->add_subcommand("read", "A note's body on stdout, its header on stderr");
+  l.add_flag("--json", o->json, "Print the notes as JSON (docs/schemas/memory-list.schema.json)");
+  l.callback([o, &action] { action = [o] { return list(*o); }; });
+  Command r = cmd.add_subcommand("read", "A note's body on stdout, its header on stderr");
   common(r);
-  r->add_option("name", o->name, "The note's name")->required();
-  r->add_option("--version", o->version, "An older version (default: the newest)")
-      ->check(CLI::Range(1, 1000));
-  r->callback([o, &action] { action = [o] { return read(*o); }; });
-  CLI::App* w =
-      cmd->add_subcommand("write", "A new version of a note, its body from stdin (memory.write decides)");
+  r.add_option("name", o->name, "The note's name").required();
+  r.add_option("--version", o->version, "An older version (default: the newest)")
+      .check(Check::range(1, 1000));
+  r.callback([o, &action] { action = [o] { return read(*o); }; });
+  Command w =
+      cmd.add_subcommand("write", "A new version of a note, its body from stdin (memory.write decides)");
   common(w);
-  w->add_option("name", o->name, "The note's name: a-z, 0-9, '_' and '-', 1 to 64 bytes")->required();
-  w->add_option("--kind", o->kind, "insight, code_fact, convention, gotcha, dead_end or environment")
-      ->required();
-  w->add_option("--description", o->description, "One line saying what the note is for")->required();
-  add_layer_flags(*w, o->layers);
-  w->callback([o, &action] { action = [o] { return write(*o); }; });
+  w.add_option("name", o->name, "The note's name: a-z, 0-9, '_' and '-', 1 to 64 bytes").required();
+  w.add_option("--kind", o->kind, "insight, code_fact, convention, gotcha, dead_end or environment")
+      .required();
+  w.add_option("--description", o->description, "One line saying what the note is for").required();
+  add_layer_flags(w, o->layers);
+  w.callback([o, &action] { action = [o] { return write(*o); }; });
 }
 
-void add_memory_tool_command(CLI::App& app, Action& action) {
+void add_memory_tool_command(Command app, Action& action) {
   auto args = std::make_shared<std::vector<std::string>>();
-  CLI::App* cmd = app.add_subcommand("memory-tool", "");  // no description: not for people
-  cmd->group("");
-  cmd->add_option("args", *args);
-  cmd->callback([args, &action] { action = [args] { return tool(*args); }; });
+  Command cmd = app.add_subcommand("memory-tool", "");  // no description: not for people
+  cmd.group("");
+  cmd.add_option("args", *args);
+  cmd.callback([args, &action] { action = [args] { return tool(*args); }; });
 }
 
 }  // namespace chock::cli

@@ -149,19 +149,19 @@ int explain(const PolicyOptions& o) {
 
 }  // namespace
 
-void add_policy_command(CLI::App& app, Action& action) {
+void add_policy_command(Command app, Action& action) {
   auto o = std::make_shared<PolicyOptions>();
-  CLI::App* cmd = app.add_subcommand("policy", "Print the policy table folded over its layers");
-  cmd->add_option("--project", o->project, "The project (default: the current directory)");
-  cmd->add_flag("--json", o->json, "Print the rules and answers as JSON (docs/schemas/policy.schema.json)");
-  add_layer_flags(*cmd, o->layers);
-  CLI::App* ex = cmd->add_subcommand("explain", "Print the answer for one action and which rule gave it");
-  ex->add_option("action", o->action, "The action, e.g. workspace.apply")->required();
-  ex->add_option("--project", o->project, "The project (default: the current directory)");
-  ex->add_flag("--json", o->json, "Print the answer as JSON (docs/schemas/policy-explain.schema.json)");
-  add_layer_flags(*ex, o->layers);
-  cmd->callback([o, cmd, ex, &action] {
-    if (ex->parsed()) {
+  Command cmd = app.add_subcommand("policy", "Print the policy table folded over its layers");
+  cmd.add_option("--project", o->project, "The project (default: the current directory)");
+  cmd.add_flag("--json", o->json, "Print the rules and answers as JSON (docs/schemas/policy.schema.json)");
+  add_layer_flags(cmd, o->layers);
+  Command ex = cmd.add_subcommand("explain", "Print the answer for one action and which rule gave it");
+  ex.add_option("action", o->action, "The action, e.g. workspace.apply").required();
+  ex.add_option("--project", o->project, "The project (default: the current directory)");
+  ex.add_flag("--json", o->json, "Print the answer as JSON (docs/schemas/policy-explain.schema.json)");
+  add_layer_flags(ex, o->layers);
+  cmd.callback([o, cmd, ex, &action] {
+    if (ex.parsed()) {
       action = [o] { return explain(*o); };
     } else {
       action = [o] { return show(*o); };

@@ -111,73 +111,71 @@ int run(const RunOptions& o) {
 
 }  // namespace
 
-void add_run_command(CLI::App& app, Action& action) {
+void add_run_command(Command app, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("run", "Run one tool call in the project's workspace (a throwaway copy)");
-  cmd->add_option("--project", o->request.project, "The project (default: the current directory)");
-  cmd->add_option("--session", o->request.session,
-                  "Run in this session's workspace (default: a new session)");
-  cmd->add_flag("--allow-dirty", o->request.allow_dirty, "Carry uncommitted work into a new git workspace");
-  CLI::Option* session_option = cmd->get_option("--session");
-  cmd->add_flag("--keep", o->request.keep,
-                "Keep the new session for more calls even if this call leaves nothing (default: a session "
-                "of one call, removed when it leaves no commit or change)")
-      ->excludes(session_option);
-  cmd->add_option("--deny", o->request.deny, "A project file to cover with the deny notice (repeatable)")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--carry", o->request.carry,
-                  "An ignored directory of the project (node_modules, .venv) the git workspace shows "
-                  "copy-on-write; what a call writes there stays for the session and is never work "
-                  "(repeatable; adds to chock.zon's .carry)")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--net", o->net,
-                  "Network: none, filtered (names the policy allows, through Chock's relay) or host "
-                  "(default: the project's .network, else none)")
-      ->check(CLI::IsMember({"none", "filtered", "host"}));
-  cmd->add_flag("--background", o->request.background,
-                "Start the call as a task of the session and print its id at once (`chock tasks`); a new "
-                "session is kept");
-  cmd->add_option(
+  Command cmd = app.add_subcommand("run", "Run one tool call in the project's workspace (a throwaway copy)");
+  cmd.add_option("--project", o->request.project, "The project (default: the current directory)");
+  cmd.add_option("--session", o->request.session, "Run in this session's workspace (default: a new session)");
+  cmd.add_flag("--allow-dirty", o->request.allow_dirty, "Carry uncommitted work into a new git workspace");
+  Flag session_option = cmd.get_option("--session");
+  cmd.add_flag("--keep", o->request.keep,
+               "Keep the new session for more calls even if this call leaves nothing (default: a session "
+               "of one call, removed when it leaves no commit or change)")
+      .excludes(session_option);
+  cmd.add_option("--deny", o->request.deny, "A project file to cover with the deny notice (repeatable)")
+      .type_size(1)
+      .expected(1)
+      .take_all();
+  cmd.add_option("--carry", o->request.carry,
+                 "An ignored directory of the project (node_modules, .venv) the git workspace shows "
+                 "copy-on-write; what a call writes there stays for the session and is never work "
+                 "(repeatable; adds to chock.zon's .carry)")
+      .type_size(1)
+      .expected(1)
+      .take_all();
+  cmd.add_option("--net", o->net,
+                 "Network: none, filtered (names the policy allows, through Chock's relay) or host "
+                 "(default: the project's .network, else none)")
+      .check(Check::one_of({"none", "filtered", "host"}));
+  cmd.add_flag("--background", o->request.background,
+               "Start the call as a task of the session and print its id at once (`chock tasks`); a new "
+               "session is kept");
+  cmd.add_option(
          "--publish", o->request.publish,
          "Reach the call's 127.0.0.1:CALL_PORT from the host's 127.0.0.1:HOST_PORT (and [::1]) while "
          "the program runs; HOST_PORT omitted: a free one (repeatable; net.publish.CALL_PORT decides)")
-      ->type_name("[HOST_PORT:]CALL_PORT")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
-      ->check(kPositiveSeconds);
-  cmd->add_option("--result", o->result_file, "Write the result as JSON to this file");
-  cmd->add_flag("--stdin", o->request.pass_stdin,
-                "Pass the caller's stdin to the command (otherwise /dev/null)");
-  cmd->add_flag("--raw-terminal", o->raw_terminal,
-                "Relay what the command writes to the terminal unfiltered (otherwise OSC, DCS, queries the "
-                "terminal answers and modes that outlive the call are dropped)");
-  cmd->add_flag("--json", o->json,
-                "Capture the command's stdout and stderr and Chock's own lines, and print one JSON object "
-                "(docs/schemas/run.schema.json)")
-      ->excludes(cmd->get_option("--background"));
-  cmd->add_option("--cwd", o->request.cwd,
-                  "Start the command in this directory of the project (default: the current one)");
-  cmd->add_option("--env", o->request.env, "Set K=V in the call's environment (repeatable)")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check([](const std::string& e) {
+      .type_name("[HOST_PORT:]CALL_PORT")
+      .type_size(1)
+      .expected(1)
+      .take_all();
+  cmd.add_option("--timeout", o->timeout_seconds, "Seconds before the call is ended")
+      .check(Check::positive_seconds());
+  cmd.add_option("--result", o->result_file, "Write the result as JSON to this file");
+  cmd.add_flag("--stdin", o->request.pass_stdin,
+               "Pass the caller's stdin to the command (otherwise /dev/null)");
+  cmd.add_flag("--raw-terminal", o->raw_terminal,
+               "Relay what the command writes to the terminal unfiltered (otherwise OSC, DCS, queries the "
+               "terminal answers and modes that outlive the call are dropped)");
+  cmd.add_flag("--json", o->json,
+               "Capture the command's stdout and stderr and Chock's own lines, and print one JSON object "
+               "(docs/schemas/run.schema.json)")
+      .excludes(cmd.get_option("--background"));
+  cmd.add_option("--cwd", o->request.cwd,
+                 "Start the command in this directory of the project (default: the current one)");
+  cmd.add_option("--env", o->request.env, "Set K=V in the call's environment (repeatable)")
+      .type_size(1)
+      .expected(1)
+      .take_all()
+      .check(Check::custom([](const std::string& e) {
         return e.find('=') == std::string::npos || e.front() == '=' ? std::string("expected K=V")
                                                                     : std::string();
-      });
-  cmd->add_flag("--host-toolchain", o->request.host_toolchain,
-                "The host's /usr, /bin and /lib even where the project has a Nix dev shell");
-  add_layer_flags(*cmd, o->layers);
-  cmd->add_option("command", o->request.argv, "The command, after --")->required();
-  cmd->positionals_at_end();
-  cmd->callback([o, &action] { action = [o] { return run(*o); }; });
+      }));
+  cmd.add_flag("--host-toolchain", o->request.host_toolchain,
+               "The host's /usr, /bin and /lib even where the project has a Nix dev shell");
+  add_layer_flags(cmd, o->layers);
+  cmd.add_option("command", o->request.argv, "The command, after --").required();
+  cmd.positionals_at_end();
+  cmd.callback([o, &action] { action = [o] { return run(*o); }; });
 }
 
 }  // namespace chock::cli

@@ -94,65 +94,64 @@ int run_sandbox(SandboxOptions& o) {
 
 }  // namespace
 
-void add_sandbox_command(CLI::App& app, Action& action) {
+void add_sandbox_command(Command app, Action& action) {
   auto o = std::make_shared<SandboxOptions>();
-  CLI::App* sub = app.add_subcommand("sandbox", "Run a command in a sandbox (the plumbing under chock run)");
+  Command sub = app.add_subcommand("sandbox", "Run a command in a sandbox (the plumbing under chock run)");
   auto bind = [o](Access access) {
     return [o, access](const std::string& path) { o->config.binds.push_back(Bind{path, path, access}); };
   };
   // Binds are applied in the order given, so each is recorded as it parses.
-  sub->add_option_function<std::string>("--ro", bind(Access::read_only),
-                                        "Bind PATH read-only at the same path")
-      ->type_name("PATH")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->trigger_on_parse();
-  sub->add_option_function<std::string>("--rw", bind(Access::read_write),
-                                        "Bind PATH read-write at the same path")
-      ->type_name("PATH")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->trigger_on_parse();
-  sub->add_option_function<std::string>("--ro-file", bind(Access::read_only_file),
-                                        "Bind one regular FILE read-only")
-      ->type_name("FILE")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->trigger_on_parse();
-  sub->add_option("--device", o->config.devices,
-                  "Bind a character device NODE below /dev read-write at its own path (repeatable; the grant "
-                  "is the whole device)")
-      ->type_name("NODE")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sub->add_option("--cwd", o->config.cwd, "Working directory inside (default /)")->type_name("DIR");
-  sub->add_option("--net", o->net,
-                  "none (default): no network; filtered: the names --policy-rule allows, through Chock's "
-                  "resolver and relay; host: the host's network")
-      ->type_name("none|filtered|host");
-  sub->add_option("--policy-rule", o->policy_rules,
-                  "With --net filtered: ACTION=DECISION, e.g. net.connect.org.example.443=allow (repeatable)")
-      ->type_name("ACTION=DECISION")
-      ->type_size(1)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sub->add_option("--user", o->user, "Root callers only: the uid the command runs as (default 65534)")
-      ->type_name("UID")
-      ->check(CLI::Range(1LL, 4294967294LL));
-  sub->add_flag("--stdin", o->config.pass_stdin, "Pass the caller's stdin (otherwise /dev/null)");
-  sub->add_flag("--raw-terminal", o->raw_terminal,
-                "Relay what the command writes to the terminal unfiltered (otherwise OSC, DCS, queries the "
-                "terminal answers and modes that outlive the call are dropped)");
-  sub->add_flag(
+  sub.add_option_function<std::string>("--ro", bind(Access::read_only),
+                                       "Bind PATH read-only at the same path")
+      .type_name("PATH")
+      .take_all()
+      .trigger_on_parse();
+  sub.add_option_function<std::string>("--rw", bind(Access::read_write),
+                                       "Bind PATH read-write at the same path")
+      .type_name("PATH")
+      .take_all()
+      .trigger_on_parse();
+  sub.add_option_function<std::string>("--ro-file", bind(Access::read_only_file),
+                                       "Bind one regular FILE read-only")
+      .type_name("FILE")
+      .take_all()
+      .trigger_on_parse();
+  sub.add_option("--device", o->config.devices,
+                 "Bind a character device NODE below /dev read-write at its own path (repeatable; the grant "
+                 "is the whole device)")
+      .type_name("NODE")
+      .type_size(1)
+      .expected(1)
+      .take_all();
+  sub.add_option("--cwd", o->config.cwd, "Working directory inside (default /)").type_name("DIR");
+  sub.add_option("--net", o->net,
+                 "none (default): no network; filtered: the names --policy-rule allows, through Chock's "
+                 "resolver and relay; host: the host's network")
+      .type_name("none|filtered|host");
+  sub.add_option("--policy-rule", o->policy_rules,
+                 "With --net filtered: ACTION=DECISION, e.g. net.connect.org.example.443=allow (repeatable)")
+      .type_name("ACTION=DECISION")
+      .type_size(1)
+      .expected(1)
+      .take_all();
+  sub.add_option("--user", o->user, "Root callers only: the uid the command runs as (default 65534)")
+      .type_name("UID")
+      .check(Check::range(1LL, 4294967294LL));
+  sub.add_flag("--stdin", o->config.pass_stdin, "Pass the caller's stdin (otherwise /dev/null)");
+  sub.add_flag("--raw-terminal", o->raw_terminal,
+               "Relay what the command writes to the terminal unfiltered (otherwise OSC, DCS, queries the "
+               "terminal answers and modes that outlive the call are dropped)");
+  sub.add_flag(
       "--allow-jit", o->config.allow_jit,
       "Turn off the write-xor-execute rules of the seccomp filter (for JIT compilers); nothing else");
-  sub->add_option("--timeout", o->timeout_seconds, "Stop every process of the call after SECONDS")
-      ->type_name("SECONDS")
-      ->check(kPositiveSeconds);
-  sub->add_option("--result", o->result_file, "Write the result as one JSON object to FILE")
-      ->type_name("FILE");
-  add_limit_flags(*sub, o->limits);
-  sub->add_option("command", o->command, "The command and its arguments, after --")->required();
-  sub->positionals_at_end();
-  sub->final_callback([&action, o] { action = [o] { return run_sandbox(*o); }; });
+  sub.add_option("--timeout", o->timeout_seconds, "Stop every process of the call after SECONDS")
+      .type_name("SECONDS")
+      .check(Check::positive_seconds());
+  sub.add_option("--result", o->result_file, "Write the result as one JSON object to FILE").type_name("FILE");
+  add_limit_flags(sub, o->limits);
+  sub.add_option("command", o->command, "The command and its arguments, after --").required();
+  sub.positionals_at_end();
+  sub.final_callback([&action, o] { action = [o] { return run_sandbox(*o); }; });
 }
 
 }  // namespace chock::cli

@@ -34,13 +34,13 @@ int verify(const std::string& session) {
 
 }  // namespace
 
-void add_sessions_command(CLI::App& app, Action& action) {
+void add_sessions_command(Command app, Action& action) {
   auto session = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("sessions", "Check the session logs");
-  cmd->require_subcommand(1);
-  CLI::App* v = cmd->add_subcommand("verify", "Check that no line of a session's log was edited or removed");
-  v->add_option("session", *session, "The session id")->required();
-  v->callback([session, &action] { action = [session] { return verify(*session); }; });
+  Command cmd = app.add_subcommand("sessions", "Check the session logs");
+  cmd.require_subcommand(1);
+  Command v = cmd.add_subcommand("verify", "Check that no line of a session's log was edited or removed");
+  v.add_option("session", *session, "The session id").required();
+  v.callback([session, &action] { action = [session] { return verify(*session); }; });
 }
 
 }  // namespace chock::cli

@@ -127,34 +127,34 @@ int publish(const std::string& id, const std::string& spec, const config::LayerO
 
 }  // namespace
 
-void add_tasks_command(CLI::App& app, Action& action) {
+void add_tasks_command(Command app, Action& action) {
   auto id = std::make_shared<std::string>();
   auto session = std::make_shared<std::string>();
   auto timeout = std::make_shared<double>(0);
-  CLI::App* cmd = app.add_subcommand("tasks", "The background calls of chock run --background");
-  cmd->require_subcommand(1);
-  CLI::App* l = cmd->add_subcommand("list", "Every task, or a session's");
-  l->add_option("--session", *session, "Only this session's tasks");
+  Command cmd = app.add_subcommand("tasks", "The background calls of chock run --background");
+  cmd.require_subcommand(1);
+  Command l = cmd.add_subcommand("list", "Every task, or a session's");
+  l.add_option("--session", *session, "Only this session's tasks");
   auto json = std::make_shared<bool>(false);
-  l->add_flag("--json", *json, "Print the tasks as JSON (docs/schemas/tasks-list.schema.json)");
-  l->callback([session, json, &action] { action = [session, json] { return list(*session, *json); }; });
-  CLI::App* s = cmd->add_subcommand("show", "A task's state on stderr and its output so far on stdout");
-  s->add_option("id", *id, "SESSION-NN")->required();
-  s->callback([id, &action] { action = [id] { return show(*id); }; });
-  CLI::App* w = cmd->add_subcommand("wait", "Wait for a task to end; its output, and its exit status");
-  w->add_option("id", *id, "SESSION-NN")->required();
-  w->add_option("--timeout", *timeout, "Give up after SECONDS (exit 124)")->check(kPositiveSeconds);
-  w->callback([id, timeout, &action] { action = [id, timeout] { return wait(*id, *timeout); }; });
-  CLI::App* c = cmd->add_subcommand("cancel", "End a task and every process of its call");
-  c->add_option("id", *id, "SESSION-NN")->required();
-  c->callback([id, &action] { action = [id] { return cancel(*id); }; });
+  l.add_flag("--json", *json, "Print the tasks as JSON (docs/schemas/tasks-list.schema.json)");
+  l.callback([session, json, &action] { action = [session, json] { return list(*session, *json); }; });
+  Command s = cmd.add_subcommand("show", "A task's state on stderr and its output so far on stdout");
+  s.add_option("id", *id, "SESSION-NN").required();
+  s.callback([id, &action] { action = [id] { return show(*id); }; });
+  Command w = cmd.add_subcommand("wait", "Wait for a task to end; its output, and its exit status");
+  w.add_option("id", *id, "SESSION-NN").required();
+  w.add_option("--timeout", *timeout, "Give up after SECONDS (exit 124)").check(Check::positive_seconds());
+  w.callback([id, timeout, &action] { action = [id, timeout] { return wait(*id, *timeout); }; });
+  Command c = cmd.add_subcommand("cancel", "End a task and every process of its call");
+  c.add_option("id", *id, "SESSION-NN").required();
+  c.callback([id, &action] { action = [id] { return cancel(*id); }; });
   auto spec = std::make_shared<std::string>();
   auto layers = std::make_shared<config::LayerOptions>();
-  CLI::App* p = cmd->add_subcommand("publish", "Publish a port of a running task on the host's loopback");
-  p->add_option("id", *id, "SESSION-NN")->required();
-  p->add_option("port", *spec, "[HOST_PORT:]CALL_PORT")->required();
-  add_layer_flags(*p, *layers);
-  p->callback(
+  Command p = cmd.add_subcommand("publish", "Publish a port of a running task on the host's loopback");
+  p.add_option("id", *id, "SESSION-NN").required();
+  p.add_option("port", *spec, "[HOST_PORT:]CALL_PORT").required();
+  add_layer_flags(p, *layers);
+  p.callback(
       [id, spec, layers, &action] { action = [id, spec, layers] { return publish(*id, *spec, *layers); }; });
 }
 

@@ -90,23 +90,23 @@ int run(Verb verb, const ToolchainOptions& o) {
 
 }  // namespace
 
-void add_toolchain_command(CLI::App& app, Action& action) {
+void add_toolchain_command(Command app, Action& action) {
   auto o = std::make_shared<ToolchainOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = app.add_subcommand(
       "toolchain", "Whether the project's Nix dev shell may be evaluated on this host (as direnv allow)");
-  cmd->require_subcommand(1);
+  cmd.require_subcommand(1);
   const std::pair<const char*, const char*> verbs[] = {
       {"allow", "Allow the present content of shell.nix (or flake.nix and flake.lock): calls evaluate it"},
       {"deny", "Deny the present content: calls run on the host's toolchain and nobody is asked"},
       {"status", "Say whether the present content is allowed, and what a call does"}};
   for (const auto& [name, help] : verbs) {
-    CLI::App* sub = cmd->add_subcommand(name, help);
-    sub->add_option("--project", o->project, "The project (default: the current directory)");
-    add_layer_flags(*sub, o->layers);
+    Command sub = cmd.add_subcommand(name, help);
+    sub.add_option("--project", o->project, "The project (default: the current directory)");
+    add_layer_flags(sub, o->layers);
     const Verb verb = std::string(name) == "allow"  ? Verb::allow
                       : std::string(name) == "deny" ? Verb::deny
                                                     : Verb::status;
-    sub->callback([o, verb, &action] { action = [o, verb] { return run(verb, *o); }; });
+    sub.callback([o, verb, &action] { action = [o, verb] { return run(verb, *o); }; });
   }
 }
 

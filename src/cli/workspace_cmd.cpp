@@ -310,55 +310,53 @@ int adopt(const WorkspaceOptions& o) {
 
 }  // namespace
 
-void add_workspace_command(CLI::App& app, Action& action) {
+void add_workspace_command(Command app, Action& action) {
   auto o = std::make_shared<WorkspaceOptions>();
-  CLI::App* ws = app.add_subcommand("workspace", "List, remove and adopt sessions' workspaces");
-  ws->require_subcommand(1);
-  CLI::App* ls =
-      ws->add_subcommand("list", "Sessions, last used first: kind, when made and used, unapplied work, size");
+  Command ws = app.add_subcommand("workspace", "List, remove and adopt sessions' workspaces");
+  ws.require_subcommand(1);
+  Command ls =
+      ws.add_subcommand("list", "Sessions, last used first: kind, when made and used, unapplied work, size");
   auto json = std::make_shared<bool>(false);
-  ls->add_flag("--json", *json, "Print the sessions as JSON (docs/schemas/workspace-list.schema.json)");
-  ls->callback([json, &action] { action = [json] { return list(*json); }; });
-  CLI::App* rm =
-      ws->add_subcommand("remove", "Remove a session and its log (refused while work is unapplied)");
-  rm->add_option("session", o->session, "The session")->required();
-  rm->add_flag("--force", o->force, "Remove even with unapplied work (git commits stay parked)");
-  rm->add_flag("--keep-log", o->keep_log, "Keep the session's log (it ends with a session.end line)");
-  rm->callback([o, &action] { action = [o] { return remove(*o); }; });
-  CLI::App* cl = ws->add_subcommand("clear", "Remove every session without unapplied work, and their logs");
-  cl->add_flag("--force", o->force, "Remove them all (git commits stay parked)");
-  cl->add_flag("--keep-log", o->keep_log, "Keep the sessions' logs");
-  cl->callback([o, &action] { action = [o] { return clear(*o); }; });
-  CLI::App* pr =
-      ws->add_subcommand("prune",
-                         "Remove applied and empty sessions and their logs, and the logs of sessions already "
-                         "gone; a session made with --keep or used in the last day only when named or with "
-                         "--older-than");
-  pr->add_option("session", o->sessions, "Only these sessions (whatever their age, or --keep)");
-  pr->add_option_function<double>(
+  ls.add_flag("--json", *json, "Print the sessions as JSON (docs/schemas/workspace-list.schema.json)");
+  ls.callback([json, &action] { action = [json] { return list(*json); }; });
+  Command rm = ws.add_subcommand("remove", "Remove a session and its log (refused while work is unapplied)");
+  rm.add_option("session", o->session, "The session").required();
+  rm.add_flag("--force", o->force, "Remove even with unapplied work (git commits stay parked)");
+  rm.add_flag("--keep-log", o->keep_log, "Keep the session's log (it ends with a session.end line)");
+  rm.callback([o, &action] { action = [o] { return remove(*o); }; });
+  Command cl = ws.add_subcommand("clear", "Remove every session without unapplied work, and their logs");
+  cl.add_flag("--force", o->force, "Remove them all (git commits stay parked)");
+  cl.add_flag("--keep-log", o->keep_log, "Keep the sessions' logs");
+  cl.callback([o, &action] { action = [o] { return clear(*o); }; });
+  Command pr =
+      ws.add_subcommand("prune",
+                        "Remove applied and empty sessions and their logs, and the logs of sessions already "
+                        "gone; a session made with --keep or used in the last day only when named or with "
+                        "--older-than");
+  pr.add_option("session", o->sessions, "Only these sessions (whatever their age, or --keep)");
+  pr.add_option_function<double>(
         "--older-than",
         [o](double days) {
           o->older_than_days = days;
           o->older_than_given = true;
         },
         "Every session last used more than DAYS ago (0: whatever its age), --keep ones too")
-      ->type_name("DAYS")
-      ->check(CLI::NonNegativeNumber);
-  pr->callback([o, &action] { action = [o] { return prune(*o); }; });
-  CLI::App* g = ws->add_subcommand(
+      .type_name("DAYS")
+      .check(Check::non_negative());
+  pr.callback([o, &action] { action = [o] { return prune(*o); }; });
+  Command g = ws.add_subcommand(
       "gc",
       "Remove the shared bases (one checkout per commit) that no session uses, and say what that freed");
-  g->add_option("--older-than", o->older_than_days, "Only those last used more than DAYS ago (default 0)")
-      ->check(CLI::NonNegativeNumber);
-  g->add_option(
+  g.add_option("--older-than", o->older_than_days, "Only those last used more than DAYS ago (default 0)")
+      .check(Check::non_negative());
+  g.add_option(
       "--max-size", o->max_size,
       "Then, while the bases left take more than SIZE (\"20GiB\"), remove the unused ones used least "
       "recently, whatever their age (default: the operator's .bases_max_size, if set)");
-  g->callback([o, &action] { action = [o] { return gc(*o); }; });
-  CLI::App* ad =
-      ws->add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
-  ad->add_option("session", o->session, "The session")->required();
-  ad->callback([o, &action] { action = [o] { return adopt(*o); }; });
+  g.callback([o, &action] { action = [o] { return gc(*o); }; });
+  Command ad = ws.add_subcommand("adopt", "Copy an overlay session's changes to .chock-adopted/<session>/");
+  ad.add_option("session", o->session, "The session").required();
+  ad.callback([o, &action] { action = [o] { return adopt(*o); }; });
 }
 
 }  // namespace chock::cli

@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -50,7 +51,7 @@ bool install_enosys_clone3() {
 int main(int argc, char** argv) {
   CLI::App app{"limits-run"};
   chock::cli::LimitFlags flags;
-  chock::cli::add_limit_flags(app, flags);
+  chock::cli::add_limit_flags(chock::cli::Command(app), flags);
   bool enosys = false;
   std::string result_file;
   std::vector<std::string> command;
