@@ -1,5 +1,7 @@
 // chock mcp [--project DIR] [--session ID] [--org-bundle PATH] [--policy-rule A=D]...
-//   Chock as an agent's tools, over MCP on stdio (src/mcp/server.cpp).
+//           [--http ADDRESS:PORT [--token-file PATH]]
+//   Chock as an agent's tools, over MCP on stdio (src/mcp/server.cpp), or
+//   over Streamable HTTP on the loopback (src/mcp/http_transport.cpp).
 // chock mcp wrap NAME [--project DIR] [--env K=V]... -- CMD [ARG...]
 //   A third-party MCP server in a sandbox, behind Chock's relay (src/mcp/wrap.cpp).
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
+#include "mcp/http_transport.hpp"
 #include "mcp/server.hpp"
 #include "mcp/wrap.hpp"
 #include "util/dirs.hpp"
@@ -23,6 +26,8 @@ namespace {
 struct McpOptions {
   std::string project;
   std::string session;
+  std::string http;  // ADDRESS:PORT
+  std::string token_file;
   config::LayerOptions layers;
   std::string name;
   std::vector<std::string> env;
@@ -50,7 +55,24 @@ int serve(const McpOptions& o) {
   s.session = o.session;
   s.layers = o.layers;
   s.project_from_roots = o.project.empty() && o.session.empty();
-  return mcp::serve(s, STDIN_FILENO, STDOUT_FILENO);
+  if (o.http.empty()) {
+    if (!o.token_file.empty()) {
+      std::fprintf(stderr, "chock: mcp: --token-file is for --http\n");
+      return 2;
+    }
+    return mcp::serve(s, STDIN_FILENO, STDOUT_FILENO);
+  }
+  auto listen = mcp::parse_listen(o.http);
+  if (!listen) {
+    std::fprintf(stderr, "chock: mcp: %s\n", listen.error().message().c_str());
+    return 2;
+  }
+  mcp::HttpOptions h;
+  h.address = listen->first;
+  h.port = listen->second;
+  h.token_file = o.token_file;
+  h.server = s;
+  return mcp::serve_http(h);
 }
 
 int wrap(const McpOptions& o) {
@@ -75,6 +97,16 @@ void add_mcp_command(Command app, Action& action) {
   cmd.add_option("--project", o->project, "The project (default: the current directory)");
   cmd.add_option("--session", o->session,
                  "Continue this session (default: a new one, made by the first call)");
+  cmd.add_option(
+         "--http", o->http,
+         "Serve over MCP's Streamable HTTP at http://ADDRESS:PORT/mcp instead of stdio (loopback only; "
+         "each client session gets a Chock session of its own)")
+      .type_name("ADDRESS:PORT");
+  cmd.add_option(
+         "--token-file", o->token_file,
+         "With --http: the bearer token clients must send, the file's first line (default: one made and "
+         "printed once)")
+      .type_name("PATH");
   add_layer_flags(cmd, o->layers);
   cmd.callback([o, &action, cmd] {
     if (!cmd.subcommand_given()) action = [o] { return serve(*o); };

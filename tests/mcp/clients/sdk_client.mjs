@@ -7,7 +7,11 @@
 //              "decline" or "cancel" (the protocol's own actions), "never" (no answer),
 //    "roots": [{"uri", "name"}...] (declares roots and answers roots/list with these),
 //    "steps": [STEP...],
-//    "hold": true (after the steps, print the server's pid and wait to be killed)}
+//    "hold": true (after the steps, print the server's pid and wait to be killed),
+//    "http_token": TOKEN (the command is `chock mcp --http ...`: the client starts it, reads
+//                  the URL it prints, and connects with the SDK's StreamableHTTPClientTransport,
+//                  sending this bearer token; at the end it closes the session (DELETE), stops
+//                  the server with SIGTERM and prints {"server_exit": {"code", "signal"}})}
 // A STEP:
 //   {"list": true}                       tools/list
 //   {"call": NAME, "arguments": {...},   tools/call; "abort_after_ms": the SDK's AbortSignal
@@ -32,11 +36,13 @@
 // steps of a concurrent group carry "ms" (their own time) and "done_ms" (since the group began),
 // a call with "progress" carries "progress" (notifications seen). At the end (unless "hold"):
 // {"unknown_responses": n} (answers for requests the client no longer waits for).
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
@@ -75,13 +81,30 @@ let unknownResponses = 0;
 client.onerror = (e) => {
   if (String(e?.message ?? e).includes("unknown message ID")) unknownResponses++;
 };
-const transport = new StdioClientTransport({
-  command: plan.command,
-  args: plan.args,
-  cwd: plan.cwd,
-  env: process.env,
-  stderr: "inherit",
-});
+let httpServer = null;
+let transport;
+if (plan.http_token) {
+  httpServer = spawn(plan.command, plan.args, { cwd: plan.cwd, env: process.env, stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise((resolve, reject) => {
+    let seen = "";
+    httpServer.stdout.on("data", (d) => {
+      seen += d;
+      if (seen.includes("\n")) resolve(seen.slice(0, seen.indexOf("\n")));
+    });
+    httpServer.on("exit", (code) => reject(new Error(`chock mcp --http exited (${code}) before it served`)));
+  });
+  transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${plan.http_token}` } },
+  });
+} else {
+  transport = new StdioClientTransport({
+    command: plan.command,
+    args: plan.args,
+    cwd: plan.cwd,
+    env: process.env,
+    stderr: "inherit",
+  });
+}
 await client.connect(transport);
 const print = (value) => process.stdout.write(JSON.stringify(value) + "\n");
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -200,5 +223,13 @@ if (plan.hold) {
   // A moment for a late answer to a request given up on to arrive, and be counted.
   await sleep(plan.settle_ms ?? 0);
   print({ unknown_responses: unknownResponses });
-  await client.close();
+  if (httpServer) {
+    await transport.terminateSession();
+    await client.close();
+    const exited = new Promise((resolve) => httpServer.on("exit", (code, signal) => resolve({ code, signal })));
+    httpServer.kill("SIGTERM");
+    print({ server_exit: await exited });
+  } else {
+    await client.close();
+  }
 }
