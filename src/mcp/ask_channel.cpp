@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mcp/jsonrpc.hpp"
+#include "util/json.hpp"
 
 namespace chock::mcp {
 
@@ -25,9 +26,9 @@ std::optional<Json> receive(int fd) {
     const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return std::nullopt;
-    Json j = Json::parse(buf.data(), buf.data() + n, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    return j;
+    auto j = parse_json(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    if (!j || !j->is_object()) return std::nullopt;
+    return *j;
   }
 }
 

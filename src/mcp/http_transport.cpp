@@ -16,6 +16,7 @@
 #include "mcp/http_session.hpp"
 #include "util/escape.hpp"
 #include "util/hex.hpp"
+#include "util/json.hpp"
 
 namespace chock::mcp {
 
@@ -174,12 +175,15 @@ void Transport::post(const http::Request& r, http::Reply& reply) {
   const bool events = !accept || contains(accept, "text/event-stream") || contains(accept, "*/*");
   if (!events && !contains(accept, "application/json"))
     return refuse(reply, 406, "a POST must accept application/json or text/event-stream");
-  const Json body = Json::parse(r.body, nullptr, false);
-  if (body.is_discarded()) {
-    (void)reply.send(400, {{"Content-Type", "application/json"}},
-                     error_response(nullptr, code::parse_error, "the body is not JSON").dump());
+  // Depth-checked before a value is built: nlohmann's dump recurses once a level.
+  const auto parsed = parse_json(r.body);
+  if (!parsed) {
+    (void)reply.send(
+        400, {{"Content-Type", "application/json"}},
+        error_response(nullptr, code::parse_error, "the body is " + parsed.error().message()).dump());
     return;
   }
+  const Json& body = *parsed;
   const bool initialize = body.is_object() && body.value("method", Json()) == "initialize";
   std::shared_ptr<HttpSession> s, evicted;
   if (initialize && !r.header("mcp-session-id")) {

@@ -149,6 +149,23 @@ TEST(McpHttp, WhatIsRefusedAndHow) {
     EXPECT_TRUE(has(o, std::string(line) + "\n")) << line << "\n" << describe(out);
 }
 
+// nlohmann's dump recurses once a level: a body of 100,000 nested arrays
+// is refused before a value is built, and the server still answers.
+TEST(McpHttp, DeeplyNestedJsonInABodyIsRefusedNotACrash) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  const Output out = curl_checks(
+      f,
+      "python3 -c 'print(\"[\" * 100000 + \"]\" * 100000)' > deep.json\n"
+      "echo deep $(code -X POST \"$URL\" -H \"$AUTH\" -H \"Mcp-Session-Id: $SID\" -H \"$J\" -H \"$A\" "
+      "--data-binary @deep.json)\n"
+      "echo after $(code -X POST \"$URL\" -H \"$AUTH\" -H \"Mcp-Session-Id: $SID\" -H \"$J\" -H \"$A\" -d "
+      "\"$LIST\")\n");
+  for (const char* line : {"deep 400", "after 200", "exit 0"})
+    EXPECT_TRUE(has(out.out, std::string(line) + "\n")) << line << "\n" << describe(out);
+}
+
 TEST(McpHttp, AListenerOffTheLoopbackOrATokenOthersCanReadIsRefusedAtStart) {
   SKIP_WITHOUT_MCP_CLIENTS();
   Fixture f;
