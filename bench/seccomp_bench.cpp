@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "../tests/unit/bpf_interpreter.hpp"  // path lengths, from the unit tests' interpreter
+#include "../tests/unit/sandbox/bpf_interpreter.hpp"  // path lengths, from the unit tests' interpreter
 #include "sandbox/seccomp.hpp"
 
 namespace {
