@@ -38,6 +38,27 @@ for line in sys.stdin:
     print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
 )";
 
+// The project of a wrapped server `probe` allowed the network, whose
+// connection to the test server asks.
+void probe_project(Fixture& f) {
+  write_file(f.file("probe_server.py"), kProbeServer);
+  write_file(f.file("chock.zon"),
+             ".{ .policy = .{ .rules = .{ "
+             ".{ .action = \"mcp.probe.network\", .decision = .allow }, "
+             ".{ .action = \"net.connect.test.chock.www.80\", .decision = .ask } } } }\n");
+  f.commit_all("a probe server");
+}
+
+// Both questions named the test server's row and whose question it was.
+void expect_asked_twice(const Json& step, const std::string& whose) {
+  const Json& asked = step["elicitations"];
+  ASSERT_EQ(asked.size(), 2U) << step.dump();
+  for (const auto& q : asked) {
+    EXPECT_TRUE(has(q["message"], "net.connect.test.chock.www.80")) << q.dump();
+    EXPECT_TRUE(has(q["message"], whose)) << q.dump();
+  }
+}
+
 TEST(McpWorld, ACallsConnectionThatAsksWaitsForTheClientsAnswer) {
   CHOCK_NEED_WORLD();
   SKIP_WITHOUT_MCP_CLIENTS();
@@ -58,12 +79,7 @@ TEST(McpWorld, ACallsConnectionThatAsksWaitsForTheClientsAnswer) {
   EXPECT_FALSE(has(text_of(steps[0]["result"]), "served at")) << steps[0].dump();
   EXPECT_EQ(steps[1]["result"]["structuredContent"]["exit_code"], 0) << steps[1].dump();
   EXPECT_TRUE(has(text_of(steps[1]["result"]), "served at")) << steps[1].dump();
-  const Json& asked = steps[2]["elicitations"];
-  ASSERT_EQ(asked.size(), 2U) << steps[2].dump();
-  for (const auto& q : asked) {
-    EXPECT_TRUE(has(q["message"], "net.connect.test.chock.www.80")) << q.dump();
-    EXPECT_TRUE(has(q["message"], "the tool call run_command")) << q.dump();
-  }
+  expect_asked_twice(steps[2], "the tool call run_command");
 }
 
 TEST(McpWorld, AWrappedServersConnectionThatAsksIsAskedThroughTheClient) {
@@ -71,12 +87,7 @@ TEST(McpWorld, AWrappedServersConnectionThatAsksIsAskedThroughTheClient) {
   SKIP_WITHOUT_MCP_CLIENTS();
   Fixture f;
   f.init_git();
-  write_file(f.file("probe_server.py"), kProbeServer);
-  write_file(f.file("chock.zon"),
-             ".{ .policy = .{ .rules = .{ "
-             ".{ .action = \"mcp.probe.network\", .decision = .allow }, "
-             ".{ .action = \"net.connect.test.chock.www.80\", .decision = .ask } } } }\n");
-  f.commit_all("a probe server");
+  probe_project(f);
   const Json probe = call("probe");
   Json plan = chock_mcp_plan(f, {"wrap", "probe", "--", "python3", "probe_server.py"},
                              {probe, probe, {{"elicitations", true}}});
@@ -86,12 +97,7 @@ TEST(McpWorld, AWrappedServersConnectionThatAsksIsAskedThroughTheClient) {
   ASSERT_EQ(steps.size(), 3U) << describe(raw);
   EXPECT_TRUE(has(text_of(steps[0]["result"]), "refused")) << steps[0].dump();
   EXPECT_TRUE(has(text_of(steps[1]["result"]), "reached: served at")) << steps[1].dump();
-  const Json& asked = steps[2]["elicitations"];
-  ASSERT_EQ(asked.size(), 2U) << steps[2].dump();
-  for (const auto& q : asked) {
-    EXPECT_TRUE(has(q["message"], "net.connect.test.chock.www.80")) << q.dump();
-    EXPECT_TRUE(has(q["message"], "the MCP server probe")) << q.dump();
-  }
+  expect_asked_twice(steps[2], "the MCP server probe");
 }
 
 // Without elicitation the wrapped server's question is a refusal, at once.
@@ -100,12 +106,7 @@ TEST(McpWorld, AWrappedServerOfAClientThatCannotBeAskedIsRefused) {
   SKIP_WITHOUT_MCP_CLIENTS();
   Fixture f;
   f.init_git();
-  write_file(f.file("probe_server.py"), kProbeServer);
-  write_file(f.file("chock.zon"),
-             ".{ .policy = .{ .rules = .{ "
-             ".{ .action = \"mcp.probe.network\", .decision = .allow }, "
-             ".{ .action = \"net.connect.test.chock.www.80\", .decision = .ask } } } }\n");
-  f.commit_all("a probe server");
+  probe_project(f);
   Output raw;
   auto steps =
       sdk(f, chock_mcp_plan(f, {"wrap", "probe", "--", "python3", "probe_server.py"}, {call("probe")}), &raw);
