@@ -107,6 +107,12 @@ struct Hooks {
   std::function<void()> started;
   // Every process of the call has ended; said before any line about its end.
   std::function<void()> ended;
+  // Asked, with its id, before a session of one call is ended (removed when
+  // it left no commit or changed path): work the engine does not count that
+  // keeps it all the same, in words, said as `session ID kept: ...`; "" lets
+  // the engine decide. A wrapped MCP server's uncommitted changes in a git
+  // session are such work: nothing inside it commits them.
+  std::function<std::string(const std::string& session)> work_beyond_commits;
 };
 
 struct Outcome {

@@ -1,8 +1,8 @@
-// chock mcp [--project DIR] [--session ID] [--org-bundle PATH] [--policy-rule A=D]...
+// chock mcp [--project DIR] [--session ID | --allow-dirty] [--org-bundle PATH] [--policy-rule A=D]...
 //           [--http ADDRESS:PORT [--token-file PATH]]
 //   Chock as an agent's tools, over MCP on stdio (src/mcp/server.cpp), or
 //   over Streamable HTTP on the loopback (src/mcp/http_transport.cpp).
-// chock mcp wrap NAME [--project DIR] [--env K=V]... -- CMD [ARG...]
+// chock mcp wrap NAME [--project DIR] [--session ID | --keep] [--allow-dirty] [--env K=V]... -- CMD [ARG...]
 //   A third-party MCP server in a sandbox, behind Chock's relay (src/mcp/wrap.cpp).
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/fetch_hop.hpp"
 #include "cli/layer_flags.hpp"
+#include "cli/outcome.hpp"
 #include "mcp/http_transport.hpp"
 #include "mcp/server.hpp"
 #include "mcp/wrap.hpp"
@@ -28,6 +29,8 @@ struct McpOptions {
   std::string session;
   std::string http;  // ADDRESS:PORT
   std::string token_file;
+  bool keep = false;
+  bool allow_dirty = false;
   config::LayerOptions layers;
   std::string name;
   std::vector<std::string> env;
@@ -53,6 +56,7 @@ int serve(const McpOptions& o) {
   s.project = project ? *project : std::string();
   s.failure = project ? std::string() : project.error().message();
   s.session = o.session;
+  s.allow_dirty = o.allow_dirty;
   s.layers = o.layers;
   s.project_from_roots = o.project.empty() && o.session.empty();
   if (o.http.empty()) {
@@ -84,6 +88,13 @@ int wrap(const McpOptions& o) {
   w.env = o.env;
   w.argv = o.argv;
   w.layers = o.layers;
+  w.session = o.session;
+  w.keep = o.keep;
+  w.allow_dirty = o.allow_dirty;
+  // A client that stops waiting (SIGTERM, after closing the server's input)
+  // ends the server at once; the relay still ends its session and says so.
+  CancelSignals cancel;
+  w.cancel_fd = cancel.fd();
   return mcp::wrap(w);
 }
 
@@ -107,6 +118,10 @@ void add_mcp_command(Command app, Action& action) {
          "With --http: the bearer token clients must send, the file's first line (default: one made and "
          "printed once)")
       .type_name("PATH");
+  cmd.add_flag("--allow-dirty", o->allow_dirty,
+               "The new session starts from the uncommitted work too, so the file tools read what your "
+               "editor shows")
+      .excludes(cmd.get_option("--session"));
   add_layer_flags(cmd, o->layers);
   cmd.callback([o, &action, cmd] {
     if (!cmd.subcommand_given()) action = [o] { return serve(*o); };
@@ -116,6 +131,13 @@ void add_mcp_command(Command app, Action& action) {
       .required();
   w.add_option("--project", o->project,
                "The project whose workspace it runs in (default: the current directory)");
+  w.add_option("--session", o->session,
+               "Run in this session, so what the server keeps in its workspace lasts across its runs "
+               "(default: a new session, removed at the end when it holds no work)");
+  w.add_flag("--keep", o->keep, "Keep the new session, work or none, for later runs (--session ID)")
+      .excludes(w.get_option("--session"));
+  w.add_flag("--allow-dirty", o->allow_dirty, "The new session starts from the uncommitted work too")
+      .excludes(w.get_option("--session"));
   w.add_option("--env", o->env, "K=V in the server's environment (repeatable)")
       .type_size(1)
       .expected(1)

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 #include <utility>
 
 #include "util/json.hpp"
@@ -121,6 +122,13 @@ std::string negotiate_version(const Json& requested) {
     for (const char* v : kProtocolVersions)
       if (requested.get<std::string>() == v) return v;
   return kProtocolVersions[0];
+}
+
+int log_severity(const Json& level) {
+  if (level.is_string())
+    for (std::size_t i = 0; i < std::size(kLogLevels); ++i)
+      if (level.get<std::string>() == kLogLevels[i]) return static_cast<int>(i);
+  return -1;
 }
 
 bool LineReader::fill() {

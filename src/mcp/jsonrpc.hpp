@@ -73,6 +73,11 @@ inline constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", 
 // The one version that takes batches (JSON-RPC arrays): 2025-06-18 removed them.
 inline constexpr const char* kBatchVersion = "2025-03-26";
 
+// MCP logging's levels (RFC 5424's), least severe first: a level's rank, or -1.
+inline constexpr const char* kLogLevels[] = {"debug", "info",     "notice", "warning",
+                                             "error", "critical", "alert",  "emergency"};
+[[nodiscard]] int log_severity(const Json& level);
+
 // Splits a descriptor's bytes into lines, each at most kMaxLineBytes (a
 // longer one is returned as `too_long`, its bytes dropped).
 class LineReader {

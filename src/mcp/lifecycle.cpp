@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 
 #include "chock/workspace.hpp"
@@ -15,16 +14,6 @@
 namespace chock::mcp {
 
 namespace {
-
-// RFC 5424's levels, as MCP's logging names them, least severe first.
-constexpr std::array<const char*, 8> kLevels = {"debug", "info",     "notice", "warning",
-                                                "error", "critical", "alert",  "emergency"};
-
-int severity(const std::string& level) {
-  for (std::size_t i = 0; i < kLevels.size(); ++i)
-    if (level == kLevels[i]) return static_cast<int>(i);
-  return -1;
-}
 
 // How grave one of Chock's lines is, by what it says.
 std::string level_of(const std::string& line) {
@@ -113,7 +102,7 @@ void Server::log(const std::string& line) {
   const std::string level = level_of(line);
   {
     std::lock_guard lock(mutex_);
-    if (!initialize_answered_ || severity(level) < log_threshold_) return;
+    if (!initialize_answered_ || log_severity(level) < log_threshold_) return;
   }
   send(notification("notifications/message", {{"level", level}, {"logger", "chock"}, {"data", line}}));
 }
@@ -259,13 +248,13 @@ Json Server::handle_quick(const Message& m) {
   if (m.method == "ping") return response(m.id, Json::object());
   if (m.method == "logging/setLevel") {
     const Json level = m.params.is_object() ? m.params.value("level", Json()) : Json();
-    if (!level.is_string() || severity(level) < 0)
+    if (!level.is_string() || log_severity(level) < 0)
       return error_response(
           m.id, code::invalid_params,
           "logging/setLevel's level is one of debug, info, notice, warning, error, critical, "
           "alert, emergency");
     std::lock_guard lock(mutex_);
-    log_threshold_ = severity(level);
+    log_threshold_ = log_severity(level);
     return response(m.id, Json::object());
   }
   if (m.method == "tools/list") {

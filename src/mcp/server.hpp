@@ -13,9 +13,10 @@
 namespace chock::mcp {
 
 struct ServerOptions {
-  std::string chock;    // the chock binary the memory, fetch and apply tools run
-  std::string project;  // the project's top level
-  std::string session;  // --session; empty: made by the first call that needs a workspace
+  std::string chock;         // the chock binary the memory, fetch and apply tools run
+  std::string project;       // the project's top level
+  std::string session;       // --session; empty: made by the first call that needs a workspace
+  bool allow_dirty = false;  // the session made starts from the project's uncommitted work too
   config::LayerOptions layers;
   // Neither --project nor --session: when the client declares `roots`, the
   // first root that is a directory Chock can open is the project instead.

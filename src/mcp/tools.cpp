@@ -89,6 +89,7 @@ Expected<Server::Ran> Server::run_in_session(session::Request request, Flight& f
     if (session_.empty()) {
       making_session_ = true;
       request.keep = true;
+      request.allow_dirty = o_.allow_dirty;
     }
   }
   const bool making = request.session.empty();

@@ -14,10 +14,13 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "chock/session.hpp"
+#include "chock/workspace.hpp"
 #include "mcp/questions.hpp"
 #include "mcp/server.hpp"
+#include "mcp/wrap_session.hpp"
 #include "util/escape.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
@@ -55,6 +58,41 @@ std::optional<Json> ToolFilter::from_server(const Message& m) {
   return response(m.id, result);
 }
 
+std::optional<Json> RelayLogging::from_client(const Message& m) {
+  if (m.kind != Message::Kind::request) return std::nullopt;
+  if (m.method == "initialize") initializing_.push_back(m.id.dump());
+  if (m.method != "logging/setLevel") return std::nullopt;
+  const Json level = m.params.is_object() ? m.params.value("level", Json()) : Json();
+  const int rank = log_severity(level);
+  if (rank >= 0) threshold_ = rank;
+  if (!declared_) return std::nullopt;  // the server's to answer
+  if (rank < 0)
+    return error_response(m.id, code::invalid_params,
+                          "logging/setLevel's level is one of debug, info, notice, warning, error, critical, "
+                          "alert, emergency");
+  return response(m.id, Json::object());
+}
+
+std::optional<Json> RelayLogging::from_server(const Message& m) {
+  if (m.kind != Message::Kind::response) return std::nullopt;
+  const auto at = std::find(initializing_.begin(), initializing_.end(), m.id.dump());
+  if (at == initializing_.end()) return std::nullopt;
+  initializing_.erase(at);
+  // What is not an answer with capabilities passes as it came: the client judges it.
+  if (!m.result.is_object() || !m.result.contains("capabilities") || !m.result["capabilities"].is_object() ||
+      m.result["capabilities"].contains("logging"))
+    return std::nullopt;
+  Json result = m.result;
+  result["capabilities"]["logging"] = Json::object();
+  declared_ = true;
+  return response(m.id, result);
+}
+
+std::optional<Json> RelayLogging::message(const std::string& level, const std::string& line) const {
+  if (log_severity(level) < threshold_) return std::nullopt;
+  return notification("notifications/message", {{"level", level}, {"logger", "chock"}, {"data", line}});
+}
+
 namespace {
 
 // Ids of the relay's own questions to the client: "chock-wrap-<random>-N",
@@ -86,10 +124,12 @@ class ServerRun {
       auto outcome = call_.wait();
       std::lock_guard g(mutex_);
       if (!outcome) {
-        std::fprintf(stderr, "chock: mcp wrap: %s\n", printable(outcome.error().message()).c_str());
+        error_ = outcome.error().message();
+        std::fprintf(stderr, "chock: mcp wrap: %s\n", printable(error_).c_str());
         status_ = 125;
       } else {
         status_ = outcome->result ? outcome->result->exit_status() : 125;
+        outcome_ = std::move(*outcome);
       }
       ended_.notify_all();
     });
@@ -105,6 +145,9 @@ class ServerRun {
     if (thread_.joinable()) thread_.join();
     return status_.value_or(125);
   }
+  // After join(): how the call ended (nullopt: it failed, as error() says).
+  [[nodiscard]] const std::optional<session::Outcome>& outcome() const { return outcome_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
 
  private:
   session::Call call_;
@@ -112,7 +155,27 @@ class ServerRun {
   std::mutex mutex_;
   std::condition_variable ended_;
   std::optional<int> status_;
+  std::optional<session::Outcome> outcome_;
+  std::string error_;
 };
+
+// What the client hears when the server's run has ended: the session, what
+// it holds and how to take it back (a session of one call: the engine's
+// own last line, which says so; one that lasts: read here), or why the
+// server could not run. The level, and the line.
+std::pair<std::string, std::string> end_of_run(const WrapOptions& o, const ServerRun& run,
+                                               const std::string& engine_line) {
+  const std::string server = "the MCP server " + printable(o.name) + ": ";
+  if (!run.outcome()) return {"error", server + printable(run.error())};
+  const session::Outcome& out = *run.outcome();
+  if (out.created && !o.keep)
+    return {"info", server + (engine_line.empty() ? "session " + out.session + " ended" : engine_line)};
+  auto s = workspace::load(out.session);
+  if (!s) return {"info", server + "session " + out.session + " kept: " + printable(s.error().message())};
+  std::string line = kept_line(*s, held_by(*s, o.layers), o.name);
+  std::fprintf(stderr, "chock: %s\n", line.c_str());
+  return {"info", server + line};
+}
 
 }  // namespace
 
@@ -147,6 +210,10 @@ int wrap(const WrapOptions& o) {
   };
   session::Request r;
   r.project = o.project;
+  r.session = o.session;
+  r.keep = o.keep;
+  r.allow_dirty = o.allow_dirty;
+  r.cancel_fd = o.cancel_fd;
   r.argv = o.argv;
   r.env = o.env;
   r.plain_env = true;
@@ -156,7 +223,7 @@ int wrap(const WrapOptions& o) {
   r.org_bundle = o.layers.org_bundle;
   r.policy_rules = o.layers.policy_rules;
   // Apart, so a write to a slow client never holds up the reading of its requests.
-  std::mutex lock;    // the filter's state
+  std::mutex lock;    // the filter's and the logging's state
   std::mutex output;  // our stdout
   std::atomic<bool> client_gone{false};
   auto to_client = [&output](const std::string& line) {
@@ -168,8 +235,18 @@ int wrap(const WrapOptions& o) {
   const std::string prefix = question_prefix();
   Outgoing questions([&to_client](const Json& m) { to_client(serialize(m)); }, prefix);
   std::atomic<bool> can_elicit{false};
+  // The engine's last line of a session of one call: removed, or kept and why.
+  std::mutex said;
+  std::string engine_end;
   session::Hooks hooks;
-  hooks.say = [](const std::string& line) { std::fprintf(stderr, "chock: %s\n", line.c_str()); };
+  hooks.say = [&said, &engine_end](const std::string& line) {
+    std::fprintf(stderr, "chock: %s\n", line.c_str());
+    if (line.starts_with("session ") &&
+        (line.find(" removed: ") != std::string::npos || line.find(" kept: ") != std::string::npos)) {
+      std::lock_guard g(said);
+      engine_end = line;
+    }
+  };
   hooks.started = let_go_of_ends;
   hooks.ask = [&questions, &can_elicit, during = "the MCP server " + printable(o.name)](
                   const std::string& action, const std::string& what, bool offer_always, int cancel_fd) {
@@ -177,11 +254,41 @@ int wrap(const WrapOptions& o) {
       return session::Answer{false, false, policy::nobody_to_ask(action) + " (this client cannot be asked)"};
     return ask_person(questions, {action, what, during, offer_always}, cancel_fd, nullptr);
   };
+  // A server never commits: what it changed in a git session and left
+  // uncommitted is work, and keeps a session of one call.
+  hooks.work_beyond_commits = [&o](const std::string& id) -> std::string {
+    auto s = workspace::load(id);
+    if (!s || s->kind != workspace::Kind::git) return {};
+    const Held held = held_by(*s, o.layers);
+    if (!held.problem.empty())
+      return "its uncommitted changes could not be counted (" + printable(held.problem) + ")";
+    if (held.uncommitted.empty()) return {};
+    return uncommitted_words(id, held.uncommitted) + ", --session " + id + " continues it";
+  };
 
   ::signal(SIGPIPE, SIG_IGN);
   ServerRun run(std::move(r), std::move(hooks));
   run.start();
   ToolFilter filter(o.name, layers->table);
+  RelayLogging logging;
+  // Said once, by whichever side sees the run end first.
+  std::once_flag told;
+  auto tell_end = [&] {
+    std::call_once(told, [&] {
+      std::string engine_line;
+      {
+        std::lock_guard g(said);
+        engine_line = engine_end;
+      }
+      const auto [level, line] = end_of_run(o, run, engine_line);
+      std::optional<Json> note;
+      {
+        std::lock_guard<std::mutex> g(lock);
+        note = logging.message(level, line);
+      }
+      if (note) to_client(serialize(*note));
+    });
+  };
 
   std::thread from_server([&] {
     LineReader server(out_read.get());
@@ -216,12 +323,14 @@ int wrap(const WrapOptions& o) {
       {
         std::lock_guard<std::mutex> g(lock);
         instead = filter.from_server(m);
+        if (!instead) instead = logging.from_server(m);
       }
       to_client(instead ? serialize(*instead) : line->text + "\n");
     }
     // The server ended by itself: so does the relay, and the client sees its output end.
     if (!client_gone.load()) {
       const int status = run.join();
+      tell_end();
       std::fflush(nullptr);
       ::_exit(status);
     }
@@ -255,25 +364,28 @@ int wrap(const WrapOptions& o) {
     if (!p.message) continue;
     if (questions.take(*p.message)) continue;  // the person's answer to the relay's own question
     if (declares_elicitation(*p.message)) can_elicit.store(true);
-    std::optional<Json> refusal;
+    std::optional<Json> answer;
     {
       std::lock_guard<std::mutex> g(lock);
-      refusal = filter.from_client(*p.message);
+      answer = filter.from_client(*p.message);
+      if (!answer) answer = logging.from_client(*p.message);
     }
-    if (refusal) {
-      to_client(serialize(*refusal));
+    if (answer) {
+      to_client(serialize(*answer));
       continue;
     }
     if (!write_all(in_write.get(), line->text + "\n", "the server's stdin")) break;
   }
   // The client is gone: the server's input ends, and its sandbox with it.
   // As MCP's stdio shutdown goes: its input closed, a moment to end by
-  // itself, then the call cancelled, which ends every process of it.
+  // itself, then the call cancelled, which ends every process of it. The
+  // client may still read what comes until the relay exits: the run's end.
   client_gone.store(true);
   questions.end();
   in_write.reset();
   if (!run.ended(std::chrono::seconds(2))) run.cancel();
   const int status = run.join();
+  tell_end();
   ends_keeper.join();
   from_server.join();
   from_server_stderr.join();

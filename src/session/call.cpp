@@ -353,6 +353,11 @@ Expected<session::Outcome> session::Call::Impl::run() {
   if (!one_call) return ran;
   const workspace::Session s = opened->session;
   opened->lock = workspace::SessionLock();  // the removal takes it again
+  if (hooks.work_beyond_commits)
+    if (const std::string work = hooks.work_beyond_commits(s.id); !work.empty()) {
+      say("session " + s.id + " kept: " + work);
+      return ran;
+    }
   const bool removed = end_one_call(s, [this](const std::string& line) { say(line); });
   if (ran) ran->removed = removed;
   return ran;

@@ -86,6 +86,31 @@ TEST(McpConcurrency, ACallWithAProgressTokenIsSaidToGoOn) {
   EXPECT_GE(steps[0]["progress"].get<int>(), 3) << steps[0].dump();
 }
 
+// docs/agents.md: a client that restarts its timeout at each progress keeps
+// a call longer than that timeout alive; one that does not gives up on it.
+TEST(McpConcurrency, ProgressKeepsACallAliveInAClientThatRestartsItsTimeoutOnIt) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  const Json slow{{"argv", {"sh", "-c", "sleep 5; echo finished"}}};
+  Output raw;
+  auto steps =
+      sdk(f,
+          chock_mcp_plan(
+              f, {},
+              {{{"call", "run_command"},
+                {"arguments", slow},
+                {"progress", true},
+                {"timeout_ms", 2500},
+                {"reset_timeout_on_progress", true}},
+               {{"call", "run_command"}, {"arguments", slow}, {"progress", true}, {"timeout_ms", 2500}}}),
+          &raw);
+  ASSERT_EQ(steps.size(), 2U) << describe(raw);
+  EXPECT_EQ(steps[0]["result"]["structuredContent"]["stdout"], "finished\n") << steps[0].dump();
+  EXPECT_GE(steps[0]["progress"].get<int>(), 3) << steps[0].dump();
+  EXPECT_EQ(steps[1]["error"]["code"], -32001) << steps[1].dump();  // the SDK's RequestTimeout
+}
+
 TEST(McpConcurrency, ABackgroundCallAnswersAtOnceAndItsOutputIsReadLater) {
   SKIP_WITHOUT_MCP_CLIENTS();
   Fixture f;

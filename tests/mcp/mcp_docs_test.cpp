@@ -3,6 +3,9 @@
 // Only what this machine has in another place is put in its place: the
 // chock binary of this build, the npm packages of tests/mcp/clients, the
 // project's path.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <sstream>
 
 #include "mcp_support.hpp"
@@ -145,7 +148,8 @@ TEST(McpDocs, TheWrappedFilesystemEntriesRunItUnderTheProjectsRules) {
   int wrapped = 0;
   for (const auto& b : agents_page()) {
     std::vector<std::vector<std::string>> entries;
-    if (b.info == "json" && b.text.find("\"wrap\"") != std::string::npos) {
+    if (b.info == "json" && b.text.find("\"wrap\"") != std::string::npos &&
+        Json::parse(b.text)["mcpServers"].contains("filesystem")) {
       const Json s = Json::parse(b.text)["mcpServers"]["filesystem"];
       entries.push_back(resolved(f, s["command"], s["args"]));
     } else if (b.info == "toml") {
@@ -172,6 +176,55 @@ TEST(McpDocs, TheWrappedFilesystemEntriesRunItUnderTheProjectsRules) {
     }
   }
   EXPECT_EQ(wrapped, 2);
+}
+
+// The memory server installed in the project's node_modules, run from
+// there through .carry in a session made to last, as the page says; a
+// stand-in that keeps its memory beside its code as server-memory does
+// (which is not installed here) takes its place in node_modules.
+TEST(McpDocs, TheMemoryEntryRunsAServerOfTheProjectsNodeModulesInALastingSession) {
+  SKIP_WITHOUT_MCP_CLIENTS();
+  Fixture f;
+  f.init_git();
+  write_file(f.file(".gitignore"), "node_modules/\n");
+  std::string zon;
+  for (const auto& b : agents_page())
+    if (b.info == "zig") zon = b.text;
+  ASSERT_EQ(zon.rfind(".{\n", 0), 0U) << zon;
+  write_file(f.file("chock.zon"), ".{\n    .carry = .{ \"node_modules\" }," + zon.substr(2));
+  f.commit_all("the page's chock.zon, carrying node_modules");
+  const std::string dist = "node_modules/@modelcontextprotocol/server-memory/dist";
+  for (const std::string& d : std::vector<std::string>{"node_modules", "node_modules/@modelcontextprotocol",
+                                                       "node_modules/@modelcontextprotocol/server-memory",
+                                                       dist, "node_modules/.bin"})
+    ::mkdir(f.file(d).c_str(), 0755);
+  write_file(f.file(dist + "/index.js"), tiny_server_js());
+  ::chmod(f.file(dist + "/index.js").c_str(), 0755);
+  ASSERT_EQ(::symlink("../@modelcontextprotocol/server-memory/dist/index.js",
+                      f.file("node_modules/.bin/mcp-server-memory").c_str()),
+            0);
+  Output made = f.chock({"run", "--keep", "--", "true"});
+  const std::string id = ws::session_id(made);
+  ASSERT_FALSE(id.empty()) << describe(made);
+  int ran = 0;
+  for (const auto& b : agents_page()) {
+    if (b.info != "json" || b.text.find("\"memory\"") == std::string::npos) continue;
+    const Json entry = Json::parse(b.text)["mcpServers"]["memory"];
+    std::vector<std::string> argv{entry["command"] == "chock" ? chock_binary()
+                                                              : entry["command"].get<std::string>()};
+    for (const auto& a : entry["args"]) argv.push_back(a == "ID" ? id : a.get<std::string>());
+    Output raw;
+    auto told = sdk(f, plan_for(f, argv, {call("remember", {{"text", "make test before apply"}})}), &raw);
+    ASSERT_EQ(told.size(), 1U) << describe(raw);
+    auto recalled = sdk(f, plan_for(f, argv, {call("recall")}), &raw);
+    ASSERT_EQ(recalled.size(), 1U) << describe(raw);
+    EXPECT_EQ(recalled[0]["result"]["content"][0]["text"], "\"make test before apply\"\n")
+        << recalled[0].dump();
+    ++ran;
+  }
+  EXPECT_EQ(ran, 1);
+  // Kept in the session's copy of node_modules, never in the project's.
+  EXPECT_FALSE(exists(f.file(dist + "/memory.jsonl")));
 }
 
 TEST(McpDocs, TheInspectorLinesListAndCallTheTools) {

@@ -149,4 +149,29 @@ void bind_clients(const Fixture& f) {
              ".{ .toolchain_paths = .{ \"" + clients_dir() + "/node_modules\" } }\n");
 }
 
+const char* tiny_server_js() {
+  return R"js(#!/usr/bin/env node
+const fs = require("fs");
+const memory = require("path").join(__dirname, "memory.jsonl");
+const rl = require("readline").createInterface({ input: process.stdin });
+rl.on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  let result;
+  if (m.method === "initialize")
+    result = { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "tiny", version: "1" } };
+  else if (m.method === "tools/list")
+    result = { tools: ["where", "remember", "recall"].map((name) => ({ name, inputSchema: { type: "object" } })) };
+  else if (m.method === "tools/call") {
+    let text = "tiny, at " + __filename;
+    if (m.params.name === "remember") fs.appendFileSync(memory, JSON.stringify(m.params.arguments.text) + "\n");
+    if (m.params.name === "recall") text = fs.existsSync(memory) ? fs.readFileSync(memory, "utf8") : "nothing";
+    result = { content: [{ type: "text", text }] };
+  }
+  const answer = result ? { jsonrpc: "2.0", id: m.id, result } : { jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no" } };
+  process.stdout.write(JSON.stringify(answer) + "\n");
+});
+)js";
+}
+
 }  // namespace chock::test::mcp

@@ -57,5 +57,11 @@ std::string initialize_line(int id, const std::string& version, const Json& capa
 Json answer_to(const std::vector<Json>& lines, const Json& id);
 // The operator file binds the clients' node_modules into calls (read-only, at its own path).
 void bind_clients(const Fixture& f);
+// A tiny MCP server in JavaScript with no dependency, as an npm package
+// would install it (a `#!/usr/bin/env node` script). Like server-memory, it
+// keeps what it is told beside its own code (memory.jsonl): its tools are
+// `remember {text}` (appends), `recall` (reads, or "nothing") and `where`
+// ("tiny, at" its path).
+const char* tiny_server_js();
 
 }  // namespace chock::test::mcp

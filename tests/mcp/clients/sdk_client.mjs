@@ -16,11 +16,18 @@
 //   {"list": true}                       tools/list
 //   {"call": NAME, "arguments": {...},   tools/call; "abort_after_ms": the SDK's AbortSignal
 //    "abort_after_ms": N, "progress": true}  fires then; "progress": onprogress counts notifications
+//                                        (and the request carries a progressToken); "timeout_ms":
+//                                        the SDK's request timeout (default 600000), which
+//                                        "reset_timeout_on_progress": true restarts at each progress
 //   {"ping": true}                       ping
 //   {"concurrent": [STEP...]}            all at once, each after its own "delay_ms"
 //   {"processes": MARKER}                how many processes' command lines hold MARKER (/proc)
 //   {"sleep_ms": N}
 //   {"close_during": STEP, "after_ms": N}  STEP started, the client closed N ms later
+//   {"close": true}                      the client closes, as the SDK does (the server's stdin
+//                                        ended; SIGTERM 2 s later, SIGKILL 2 s after that), and
+//                                        gives the notifications/message that came until the
+//                                        server exited (and forgets them); steps after it fail
 //   {"set_level": LEVEL}                 logging/setLevel
 //   {"logs": true}                       the notifications/message received so far (and forgets them)
 //   {"elicitations": true}               the questions asked so far, {message, requestedSchema}
@@ -32,7 +39,8 @@
 // "tampered_valid"} (the same content with one key added, which the schema must refuse).
 // One JSON line per step on stdout: {"tools": [names]}, {"result": ...}, {"error": {"code", "message"}},
 // {"aborted": true}, {"pong": true}, {"concurrent": [...]}, {"processes": n}, {"closed": {...}},
-// {"level_set": LEVEL}, {"logs": [params...]}, {"elicitations": [...]};
+// {"level_set": LEVEL}, {"logs": [params...]}, {"elicitations": [...]},
+// {"closed": {"ms", "exit_code", "signal"}, "logs": [params...]} (a "close" step);
 // steps of a concurrent group carry "ms" (their own time) and "done_ms" (since the group began),
 // a call with "progress" carries "progress" (notifications seen). At the end (unless "hold"):
 // {"unknown_responses": n} (answers for requests the client no longer waits for).
@@ -186,6 +194,16 @@ async function run(step) {
       );
       return { concurrent: results };
     }
+    if (step.close) {
+      const proc = transport._process;
+      const t = Date.now();
+      // Resolves once the server's process has closed (its output all read) or the SDK gave up on it.
+      await client.close();
+      const closed = { ms: Date.now() - t, exit_code: proc?.exitCode ?? null, signal: proc?.signalCode ?? null };
+      const seen = logs;
+      logs = [];
+      return { closed, logs: seen };
+    }
     if (step.close_during) {
       const proc = transport._process;
       const pending = run(step.close_during);
@@ -196,7 +214,7 @@ async function run(step) {
       const settled = await Promise.race([pending, sleep(5000).then(() => ({ still_pending: true }))]);
       return { closed, call: settled };
     }
-    const options = { timeout: 600000 };
+    const options = { timeout: step.timeout_ms ?? 600000, resetTimeoutOnProgress: !!step.reset_timeout_on_progress };
     let progress = 0;
     if (step.progress) options.onprogress = () => progress++;
     if (step.abort_after_ms !== undefined) {

@@ -141,6 +141,53 @@ TEST(McpToolFilter, ADeniedToolLeavesTheListAndItsCallIsRefused) {
   EXPECT_FALSE(f.from_client(*allowed.message));
 }
 
+TEST(McpRelayLogging, ItDeclaresLoggingForAServerWithoutAndAnswersItsSetLevel) {
+  RelayLogging log;
+  EXPECT_FALSE(
+      log.from_client(*parse_line(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})").message));
+  EXPECT_TRUE(log.message("info", "a line"));  // info until the client says otherwise
+  EXPECT_FALSE(log.message("debug", "a line"));
+  auto init = log.from_server(
+      *parse_line(R"({"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{}},"serverInfo":{}}})")
+           .message);
+  ASSERT_TRUE(init);
+  EXPECT_TRUE((*init)["result"]["capabilities"].contains("logging"));
+  EXPECT_TRUE((*init)["result"]["capabilities"].contains("tools"));
+  // The relay declared it: it answers, and the level holds for its lines.
+  auto set = log.from_client(
+      *parse_line(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"error"}})")
+           .message);
+  ASSERT_TRUE(set);
+  EXPECT_EQ((*set)["id"], 2);
+  EXPECT_TRUE((*set)["result"].is_object());
+  EXPECT_FALSE(log.message("warning", "a line"));
+  auto n = log.message("error", "a line");
+  ASSERT_TRUE(n);
+  EXPECT_EQ((*n)["method"], "notifications/message");
+  EXPECT_EQ((*n)["params"]["logger"], "chock");
+  auto bad = log.from_client(
+      *parse_line(R"({"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"loud"}})")
+           .message);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ((*bad)["error"]["code"], -32602);
+  EXPECT_FALSE(log.message("warning", "a line"));  // a bad level changes nothing
+}
+
+TEST(McpRelayLogging, AServerThatDeclaresLoggingAnswersSetLevelAndTheRelayReadsIt) {
+  RelayLogging log;
+  EXPECT_FALSE(log.from_client(*parse_line(R"({"jsonrpc":"2.0","id":"i","method":"initialize"})").message));
+  // Another answer first: not the initialize answer, passed as it came.
+  EXPECT_FALSE(
+      log.from_server(*parse_line(R"({"jsonrpc":"2.0","id":5,"result":{"capabilities":{}}})").message));
+  EXPECT_FALSE(log.from_server(
+      *parse_line(R"({"jsonrpc":"2.0","id":"i","result":{"capabilities":{"logging":{}}}})").message));
+  EXPECT_FALSE(log.from_client(
+      *parse_line(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"critical"}})")
+           .message));
+  EXPECT_FALSE(log.message("error", "a line"));
+  EXPECT_TRUE(log.message("critical", "a line"));
+}
+
 TEST(McpToolFilter, ToolNamesBecomeLabelsThatNoOtherNameShares) {
   EXPECT_EQ(policy::mcp_tool("fs", "read_text_file"), "mcp.fs.tool.read_text_file");
   EXPECT_EQ(policy::mcp_tool("fs", "get-sum"), "mcp.fs.tool.get-sum");
