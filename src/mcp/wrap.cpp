@@ -141,7 +141,11 @@ class ServerRun {
     return status_;
   }
   void cancel() { call_.cancel(); }
+  // From the relay's main thread and from its reader of the server (a
+  // server that ended by itself) alike: one joins, the other waits for it.
+  // Two joins of one std::thread wait forever (the relay hung so).
   int join() {
+    std::lock_guard g(join_mutex_);
     if (thread_.joinable()) thread_.join();
     return status_.value_or(125);
   }
@@ -152,6 +156,7 @@ class ServerRun {
  private:
   session::Call call_;
   std::thread thread_;
+  std::mutex join_mutex_;
   std::mutex mutex_;
   std::condition_variable ended_;
   std::optional<int> status_;
