@@ -60,12 +60,6 @@ std::string head(int status, const Headers& headers) {
   return h;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 // What llhttp has read of the request being parsed.
 struct Parsing {
   llhttp_t parser{};
@@ -198,6 +192,12 @@ void serve_connection(int fd, const Handler& handler, int stop_fd) {
 }
 
 }  // namespace
+
+std::string lower(std::string s) {
+  for (auto& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
 
 std::optional<std::string> Request::header(std::string_view name) const {
   for (const auto& [n, v] : headers)

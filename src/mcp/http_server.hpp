@@ -25,6 +25,9 @@ inline constexpr int kMaxConnections = 64;
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// ASCII letters in lower case: header names, and the values compared without case.
+[[nodiscard]] std::string lower(std::string s);
+
 struct Request {
   std::string method;
   std::string target;  // the path and query, as sent

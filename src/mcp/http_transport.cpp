@@ -51,14 +51,8 @@ bool same_token(const std::string& given, const std::string& token) {
   return differ == 0;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 bool contains(const std::optional<std::string>& header, const std::string& part) {
-  return header && lower(*header).find(part) != std::string::npos;
+  return header && http::lower(*header).find(part) != std::string::npos;
 }
 
 // An error answer whose body is a JSON-RPC error (id null), as the SDKs send.
@@ -104,7 +98,7 @@ void Transport::handle(const http::Request& r, http::Reply& reply) {
   if (const auto origin = r.header("origin"); origin && !loopback_origin(*origin))
     return refuse(reply, 403, "requests from the origin " + printable(*origin) + " are refused");
   const std::string auth = r.header("authorization").value_or("");
-  if (lower(auth.substr(0, 7)) != "bearer " || !same_token(auth.substr(7), token_))
+  if (http::lower(auth.substr(0, 7)) != "bearer " || !same_token(auth.substr(7), token_))
     return refuse(reply, 401,
                   "a bearer token is required (Authorization: Bearer TOKEN, as chock mcp --http printed)",
                   {{"WWW-Authenticate", "Bearer realm=\"chock\""}});
@@ -224,7 +218,7 @@ Expected<std::pair<std::string, int>> parse_listen(const std::string& spec) {
 }
 
 bool loopback_host(const std::string& host) {
-  std::string h = lower(host);
+  std::string h = http::lower(host);
   if (h.starts_with("[::1]")) {
     h = h.substr(5);
   } else {
@@ -241,7 +235,7 @@ bool loopback_host(const std::string& host) {
 }
 
 bool loopback_origin(const std::string& origin) {
-  const std::string o = lower(origin);
+  const std::string o = http::lower(origin);
   for (const char* scheme : {"http://", "https://"})
     if (o.starts_with(scheme)) return loopback_host(origin.substr(std::string_view(scheme).size()));
   return false;
